@@ -1,0 +1,30 @@
+// memsweep command line: one file per subcommand; this file only wires them up.
+//
+// Exit codes (docs/cli.md): 0 the run completed (an OOM against the budget is a result),
+// 1 the run failed, 2 invalid input.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "core/cli/run_command.h"
+#include "core/memory/tracking_allocator.h"
+
+int main(int argc, char** argv) {
+  // Before any tensor exists, so that every allocation is counted.
+  memsweep::memory::TrackingAllocator::Install();
+  spdlog::set_default_logger(spdlog::stderr_color_mt("memsweep"));
+  spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+
+  CLI::App app{"memsweep: which memory strategies let an LLM training run fit, at what speed, "
+               "and do they change the loss"};
+  app.require_subcommand(1);
+  memsweep::cli::RunOptions run_options;
+  memsweep::cli::AddRunCommand(app, run_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return memsweep::cli::ExitCode();
+}

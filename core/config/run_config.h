@@ -1,0 +1,57 @@
+// RunConfig: one fully resolved training configuration, as read from an experiment file.
+//
+// Sections mirror the TOML file (docs/experiment-format.md): [experiment], [model], [data],
+// [optimizer], [device]. Every field has a default, so an empty file with only [data] path is a
+// valid run. Loading and validation live in run_config_loader.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/data/data_config.h"
+#include "core/env/gemm_backend.h"
+#include "core/model/llama_config.h"
+
+namespace memsweep::config {
+
+struct ExperimentSection {
+  std::string name = "run";
+  int64_t steps = 20;
+  int64_t warmup_steps = 2;  // steps left out of throughput and step-time figures
+  uint64_t seed = 1234;
+};
+
+struct ModelSection {
+  std::string preset = "tiny";  // the base shape; explicit LlamaConfig keys override it
+  model::LlamaConfig llama;
+};
+
+struct OptimizerSection {
+  double lr = 1e-3;
+  double min_lr_ratio = 0.1;
+  int64_t lr_warmup_steps = 2;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // global L2 norm; 0 disables clipping
+};
+
+struct DeviceSection {
+  std::string type = "cpu";
+  int threads = 0;  // 0 = every available core
+  std::optional<int64_t> memory_budget_bytes;
+  env::GemmBackend gemm = env::GemmBackend::kOneDnn;
+};
+
+struct RunConfig {
+  std::string source;  // the file it was read from ("" when built in code)
+  ExperimentSection experiment;
+  ModelSection model;
+  data::DataConfig data;
+  OptimizerSection optimizer;
+  DeviceSection device;
+};
+
+}  // namespace memsweep::config

@@ -1,0 +1,31 @@
+// Reading a RunConfig from a TOML file, with errors that say where and what to change.
+//
+//   RunConfig cfg = LoadRunConfig("experiments/quickstart.toml", {"data.seq_len=128"});
+//
+// Every error is a ConfigError whose message starts with "file:line:column:" (or "file:" when
+// no position applies): malformed TOML, unknown sections or keys (the allowed ones are listed),
+// wrong types, impossible values (hidden size not divisible by heads, a budget smaller than the
+// parameters, a missing data file). Relative data paths are resolved against the directory of
+// the experiment file.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config/config_error.h"
+#include "core/config/run_config.h"
+
+namespace memsweep::config {
+
+// Parses and validates. `overrides` are "section.key=value" pairs (value in TOML syntax, bare
+// strings allowed) applied on top of the file before validation.
+RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from text; `source` names it in messages and anchors relative paths.
+RunConfig ParseRunConfig(std::string_view text, const std::string& source,
+                         const std::vector<std::string>& overrides = {});
+
+// Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
+void ValidateRunConfig(const RunConfig& cfg);
+
+}  // namespace memsweep::config

@@ -1,0 +1,33 @@
+// DataConfig: where the training text comes from and how it is cut into micro-batches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memsweep::data {
+
+enum class DataFormat : uint8_t {
+  kJsonl,   // one JSON object per line; the document is the string under `text_field`
+  kText,    // plain UTF-8 text; documents are separated by one or more blank lines
+  kTokens,  // pre-tokenized flat array of token ids (nanoGPT-style .bin), no header
+};
+
+enum class TokenDtype : uint8_t { kUint16, kUint32 };
+
+enum class Padding : uint8_t {
+  kLongest,    // pad each micro-batch to its longest row
+  kMaxLength,  // pad every row to seq_len
+};
+
+struct DataConfig {
+  std::string path;  // resolved (absolute or relative to the working directory)
+  DataFormat format = DataFormat::kJsonl;
+  std::string text_field = "text";
+  TokenDtype token_dtype = TokenDtype::kUint16;
+  int64_t seq_len = 256;  // maximum tokens per row fed to the model; longer documents truncated
+  Padding padding = Padding::kLongest;
+  int64_t micro_batch_size = 4;
+  int64_t accumulation_steps = 1;
+};
+
+}  // namespace memsweep::data

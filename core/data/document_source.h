@@ -1,0 +1,36 @@
+// Document loading: reads the training text named by a DataConfig (JSONL or plain text) into one
+// string per document, and DataError, the exception every data-loading problem is reported with.
+//
+//   DataConfig config;
+//   config.path = "experiments/data/devils-dictionary.jsonl";
+//   config.format = DataFormat::kJsonl;
+//   std::vector<std::string> documents = LoadTextDocuments(config);  // 997 documents
+//
+// DataError messages say where the problem is ("file:line: ...") and what to do about it, so
+// they can be shown to the user as they are.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/data/data_config.h"
+
+namespace memsweep::data {
+
+class DataError : public std::runtime_error {
+ public:
+  explicit DataError(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Loads every document of `config.path`:
+//   kJsonl: each non-blank line is one JSON object; the document is its string `text_field`.
+//   kText:  documents are runs of lines separated by one or more blank (whitespace-only) lines;
+//           a document's lines are joined with '\n'.
+// Windows line endings and a leading UTF-8 byte-order mark are tolerated. Throws DataError for a
+// missing file, a malformed line (naming its 1-based number), a file without documents, or
+// format kTokens (token files hold ids, not text: see LoadTokenFile).
+std::vector<std::string> LoadTextDocuments(const DataConfig& config);
+
+}  // namespace memsweep::data

@@ -1,0 +1,21 @@
+// GEMM calibration: the achievable matrix-multiply FLOP/s of this machine for one dtype, measured
+// in a fraction of a second. MFU is reported against this measured figure (docs/metrics.md).
+//
+//   double peak = MeasureGemmPeakFlops(at::kFloat);   // e.g. 4.1e11 on 2 AVX-512 cores
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+
+namespace memsweep::env {
+
+struct GemmCalibrationOptions {
+  int64_t size = 1536;  // square matrices: 2·size³ FLOPs per multiply
+  int repeats = 4;      // best of this many timed multiplies, after one warm-up
+};
+
+// Best observed FLOP/s of at::mm on size×size matrices of `dtype`.
+double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions& options = {});
+
+}  // namespace memsweep::env

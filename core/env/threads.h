@@ -1,0 +1,14 @@
+// Thread count for LibTorch's intra-op pool (and OpenMP, which oneDNN and OpenBLAS-openmp share).
+// LibTorch 1.13 defaults to one thread on these machines, so memsweep always sets it.
+//
+//   SetThreads(0);   // 0 = every core this process may run on
+#pragma once
+
+namespace memsweep::env {
+
+// Number of cores this process may run on (sched_getaffinity), at least 1.
+int AvailableCores();
+// Sets the intra-op thread count; 0 means AvailableCores(). Returns the count set.
+int SetThreads(int threads);
+
+}  // namespace memsweep::env

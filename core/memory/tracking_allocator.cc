@@ -1,0 +1,184 @@
+#include "core/memory/tracking_allocator.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+#include "core/memory/byte_size.h"
+
+namespace memsweep::memory {
+namespace {
+
+constexpr size_t kAlignment = 64;  // c10's CPU alignment, what oneDNN/AVX-512 kernels expect
+std::atomic<bool> g_installed{false};
+
+void RaiseTo(std::atomic<int64_t>& peak, int64_t value) {
+  int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+void* SystemBackend::Allocate(size_t nbytes) {
+  TrackingAllocator::Instance().Charge(static_cast<int64_t>(nbytes), static_cast<int64_t>(nbytes));
+  void* ptr = nullptr;
+  if (posix_memalign(&ptr, kAlignment, nbytes) != 0) {
+    TrackingAllocator::Instance().Uncharge(static_cast<int64_t>(nbytes));
+    throw std::bad_alloc();
+  }
+  reserved_ += static_cast<int64_t>(nbytes);
+  return ptr;
+}
+
+void SystemBackend::Deallocate(void* ptr, size_t nbytes) {
+  std::free(ptr);
+  reserved_ -= static_cast<int64_t>(nbytes);
+  TrackingAllocator::Instance().Uncharge(static_cast<int64_t>(nbytes));
+}
+
+int64_t SystemBackend::ReservedBytes() const { return reserved_; }
+
+TrackingAllocator::TrackingAllocator() {
+  backends_.push_back(std::make_shared<SystemBackend>());
+  backend_ = backends_.back().get();
+}
+
+TrackingAllocator& TrackingAllocator::Instance() {
+  // Never destroyed: tensors may be freed during static destruction.
+  static auto* instance = new TrackingAllocator();
+  return *instance;
+}
+
+TrackingAllocator& TrackingAllocator::Install() {
+  TrackingAllocator& tracker = Instance();
+  if (!g_installed.exchange(true)) {
+    c10::SetCPUAllocator(&tracker, std::numeric_limits<uint8_t>::max());
+  }
+  return tracker;
+}
+
+bool TrackingAllocator::Installed() { return g_installed.load(); }
+
+c10::DataPtr TrackingAllocator::allocate(size_t nbytes) const {
+  const c10::Device device(c10::DeviceType::CPU);
+  if (nbytes == 0) return {nullptr, nullptr, &TrackingAllocator::Delete, device};
+  void* ptr = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ptr = backend_->Allocate(nbytes);
+    blocks_.emplace(ptr, Block{nbytes, backend_});
+  }
+  const int64_t now = allocated_.fetch_add(static_cast<int64_t>(nbytes)) + nbytes;
+  RaiseTo(peak_, now);
+  RaiseTo(window_peak_, now);
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  return {ptr, ptr, &TrackingAllocator::Delete, device};
+}
+
+c10::DeleterFnPtr TrackingAllocator::raw_deleter() const { return &TrackingAllocator::Delete; }
+
+void TrackingAllocator::Delete(void* ptr) {
+  if (ptr != nullptr) Instance().Free(ptr);
+}
+
+void TrackingAllocator::Free(void* ptr) const {
+  size_t nbytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(ptr);
+    if (it == blocks_.end()) return;  // not ours: cannot happen for pointers we handed out
+    nbytes = it->second.nbytes;
+    it->second.backend->Deallocate(ptr, nbytes);
+    blocks_.erase(it);
+  }
+  allocated_.fetch_sub(static_cast<int64_t>(nbytes));
+  deallocations_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TrackingAllocator::SetBackend(std::shared_ptr<MemoryBackend> backend) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  backends_.push_back(std::move(backend));
+  backend_ = backends_.back().get();
+}
+
+MemoryBackend& TrackingAllocator::Backend() const { return *backend_; }
+
+void TrackingAllocator::EmptyCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  backend_->EmptyCache();
+}
+
+void TrackingAllocator::SetBudget(std::optional<int64_t> budget_bytes) {
+  budget_.store(budget_bytes ? *budget_bytes : -1);
+}
+
+std::optional<int64_t> TrackingAllocator::Budget() const {
+  const int64_t budget = budget_.load();
+  if (budget < 0) return std::nullopt;
+  return budget;
+}
+
+void TrackingAllocator::Charge(int64_t nbytes, int64_t requested_bytes) const {
+  const int64_t budget = budget_.load();
+  const int64_t reserved = reserved_.load(std::memory_order_relaxed);
+  if (budget >= 0 && reserved + nbytes > budget) {
+    OomEvent event;
+    event.requested_bytes = requested_bytes;
+    event.budget_bytes = budget;
+    event.allocated_bytes = AllocatedBytes();
+    event.reserved_bytes = reserved;
+    event.stage = Stage();
+    std::ostringstream msg;
+    msg << "memsweep device out of memory. Tried to allocate " << FormatBytes(requested_bytes)
+        << "; budget " << FormatBytes(budget) << ", " << FormatBytes(event.allocated_bytes)
+        << " allocated, " << FormatBytes(std::max<int64_t>(0, budget - reserved)) << " free, "
+        << FormatBytes(reserved) << " reserved (stage: " << event.stage << ")";
+    event.message = msg.str();
+    last_oom_ = event;  // the caller (a backend inside allocate) holds mutex_
+    TORCH_CHECK_WITH(OutOfMemoryError, false, event.message);
+  }
+  const int64_t now = reserved_.fetch_add(nbytes) + nbytes;
+  RaiseTo(peak_reserved_, now);
+}
+
+void TrackingAllocator::Uncharge(int64_t nbytes) const { reserved_.fetch_sub(nbytes); }
+
+MemoryCounters TrackingAllocator::Counters() const {
+  MemoryCounters c;
+  c.allocated_bytes = AllocatedBytes();
+  c.peak_allocated_bytes = PeakAllocatedBytes();
+  c.reserved_bytes = ReservedBytes();
+  c.peak_reserved_bytes = PeakReservedBytes();
+  c.allocations = allocations_.load();
+  c.deallocations = deallocations_.load();
+  return c;
+}
+
+void TrackingAllocator::ResetPeak() {
+  peak_.store(AllocatedBytes());
+  peak_reserved_.store(ReservedBytes());
+  window_peak_.store(AllocatedBytes());
+}
+
+void TrackingAllocator::ResetWindowPeak() { window_peak_.store(AllocatedBytes()); }
+
+void TrackingAllocator::ResetCounts() {
+  allocations_.store(0);
+  deallocations_.store(0);
+}
+
+std::optional<OomEvent> TrackingAllocator::LastOom() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_oom_;
+}
+
+void TrackingAllocator::ClearLastOom() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_oom_.reset();
+}
+
+}  // namespace memsweep::memory

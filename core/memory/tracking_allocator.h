@@ -1,0 +1,127 @@
+// TrackingAllocator: memsweep's CPU allocator, the source of every memory figure it reports.
+//
+// Installed once per process with c10::SetCPUAllocator, it sees every CPU tensor allocation and
+// keeps exact counters: current and peak allocated bytes, a resettable "window" peak (used to
+// measure one phase of a training step), allocation counts, and reserved bytes as reported by
+// the active MemoryBackend. An optional device budget makes it behave like a GPU of that size:
+// a reservation that would exceed the budget throws c10::OutOfMemoryError with a CUDA-like
+// message, and the failed request is remembered as the last OOM event.
+//
+//   auto& tracker = TrackingAllocator::Install();
+//   tracker.SetBudget(2LL << 30);
+//   tracker.ResetWindowPeak();
+//   ... run forward ...
+//   int64_t forward_peak = tracker.WindowPeakBytes();
+//
+// Memory that LibTorch's BLAS/oneDNN kernels allocate internally with malloc is not seen here;
+// the process RSS high-water mark (rss.h) is the outside view that includes it.
+#pragma once
+
+#include <c10/core/Allocator.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/memory/memory_backend.h"
+
+namespace memsweep::memory {
+
+// What the last budget OOM looked like.
+struct OomEvent {
+  int64_t requested_bytes = 0;
+  int64_t budget_bytes = 0;
+  int64_t allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
+  std::string stage;
+  std::string message;
+};
+
+// A snapshot of the counters.
+struct MemoryCounters {
+  int64_t allocated_bytes = 0;
+  int64_t peak_allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t allocations = 0;    // number of successful Allocate calls since the last ResetCounts
+  int64_t deallocations = 0;  // number of frees since the last ResetCounts
+};
+
+class TrackingAllocator final : public c10::Allocator {
+ public:
+  // The process-wide instance (installed or not).
+  static TrackingAllocator& Instance();
+  // Makes the instance LibTorch's CPU allocator (idempotent) and returns it.
+  static TrackingAllocator& Install();
+  static bool Installed();
+
+  c10::DataPtr allocate(size_t nbytes) const override;
+  c10::DeleterFnPtr raw_deleter() const override;
+
+  // Replaces the backend. Blocks still held by an earlier backend go back to it when freed.
+  void SetBackend(std::shared_ptr<MemoryBackend> backend);
+  MemoryBackend& Backend() const;
+  // Asks the active backend to give its cached, unused memory back to the device.
+  void EmptyCache();
+
+  // Device budget in bytes; nullopt = unlimited.
+  void SetBudget(std::optional<int64_t> budget_bytes);
+  std::optional<int64_t> Budget() const;
+  // Called by backends before they reserve nbytes more from the device: throws
+  // c10::OutOfMemoryError (and records the OOM event) when the budget would be exceeded.
+  void Charge(int64_t nbytes, int64_t requested_bytes) const;
+  void Uncharge(int64_t nbytes) const;
+
+  int64_t AllocatedBytes() const { return allocated_.load(std::memory_order_relaxed); }
+  int64_t PeakAllocatedBytes() const { return peak_.load(std::memory_order_relaxed); }
+  int64_t WindowPeakBytes() const { return window_peak_.load(std::memory_order_relaxed); }
+  int64_t ReservedBytes() const { return reserved_.load(std::memory_order_relaxed); }
+  int64_t PeakReservedBytes() const { return peak_reserved_.load(std::memory_order_relaxed); }
+  MemoryCounters Counters() const;
+
+  // Peak := current (for the whole-run peak and the window peak respectively).
+  void ResetPeak();
+  void ResetWindowPeak();
+  void ResetCounts();
+
+  // Label of the pipeline stage now running; appears in OOM messages. Must be a string literal
+  // or otherwise outlive the run.
+  void SetStage(const char* stage) { stage_.store(stage, std::memory_order_relaxed); }
+  const char* Stage() const { return stage_.load(std::memory_order_relaxed); }
+
+  std::optional<OomEvent> LastOom() const;
+  void ClearLastOom();
+
+ private:
+  TrackingAllocator();
+  static void Delete(void* ptr);
+  void Free(void* ptr) const;
+
+  struct Block {
+    size_t nbytes;
+    MemoryBackend* backend;
+  };
+
+  mutable std::mutex mutex_;  // guards blocks_, backends_ and the backend's own state
+  mutable std::unordered_map<void*, Block> blocks_;
+  std::vector<std::shared_ptr<MemoryBackend>> backends_;  // every backend ever set; never freed
+  MemoryBackend* backend_ = nullptr;
+
+  mutable std::atomic<int64_t> allocated_{0};
+  mutable std::atomic<int64_t> peak_{0};
+  mutable std::atomic<int64_t> window_peak_{0};
+  mutable std::atomic<int64_t> reserved_{0};
+  mutable std::atomic<int64_t> peak_reserved_{0};
+  mutable std::atomic<int64_t> allocations_{0};
+  mutable std::atomic<int64_t> deallocations_{0};
+  std::atomic<int64_t> budget_{-1};
+  std::atomic<const char*> stage_{"idle"};
+  mutable std::optional<OomEvent> last_oom_;  // guarded by mutex_
+};
+
+}  // namespace memsweep::memory

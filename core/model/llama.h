@@ -1,0 +1,81 @@
+// LlamaModel: a Llama-family decoder in LibTorch, the model every memsweep run trains.
+//
+// token embedding → N × (RMSNorm → causal grouped-query attention with RoPE → residual →
+// RMSNorm → SwiGLU MLP → residual) → final RMSNorm → LM head (optionally tied to the embedding).
+// It holds only parameters (no buffers): rotary tables are computed from position ids on each
+// forward, so that every byte the model keeps is a parameter in the memory breakdown.
+//
+//   torch::manual_seed(seed);
+//   LlamaModel model(LlamaPreset("tiny").value());
+//   at::Tensor logits = model->forward(batch.input_ids, batch.position_ids);
+//   at::Tensor loss = NextTokenLoss(logits, batch.targets, /*normalizer=*/batch.real_tokens);
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "core/model/attention.h"
+#include "core/model/llama_config.h"
+
+namespace memsweep::model {
+
+class RmsNormImpl : public torch::nn::Module {
+ public:
+  RmsNormImpl(int64_t dim, double eps);
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  at::Tensor weight_;
+  double eps_;
+};
+TORCH_MODULE(RmsNorm);
+
+class DecoderBlockImpl : public torch::nn::Module {
+ public:
+  explicit DecoderBlockImpl(const LlamaConfig& config);
+  // x: [B, T, hidden]; cos, sin: [B, 1, T, head_dim].
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                     const AttentionFn& attention);
+  at::Tensor Attention(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                       const AttentionFn& attention);
+  at::Tensor Mlp(const at::Tensor& x);
+
+ private:
+  LlamaConfig config_;
+  RmsNorm input_norm_{nullptr}, post_attention_norm_{nullptr};
+  at::Tensor q_proj_, k_proj_, v_proj_, o_proj_;  // [out, in], as torch.nn.Linear
+  at::Tensor gate_proj_, up_proj_, down_proj_;
+};
+TORCH_MODULE(DecoderBlock);
+
+class LlamaModelImpl : public torch::nn::Module {
+ public:
+  explicit LlamaModelImpl(const LlamaConfig& config);
+  // input_ids, position_ids: [B, T] int64. Returns logits [B, T, vocab].
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& position_ids);
+
+  void SetAttention(AttentionFn attention) { attention_ = std::move(attention); }
+  const LlamaConfig& config() const { return config_; }
+  const std::vector<DecoderBlock>& blocks() const { return blocks_; }
+
+ private:
+  LlamaConfig config_;
+  AttentionFn attention_ = EagerCausalAttention;
+  at::Tensor embed_tokens_;  // [vocab, hidden]
+  std::vector<DecoderBlock> blocks_;
+  RmsNorm final_norm_{nullptr};
+  at::Tensor lm_head_;  // [vocab, hidden]; the embedding itself when tied
+};
+TORCH_MODULE(LlamaModel);
+
+// Rotary tables for the given positions: cos and sin of shape [B, 1, T, head_dim].
+std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids, int64_t head_dim,
+                                               double theta, c10::ScalarType dtype);
+
+// Sum of next-token cross-entropy over targets != kIgnoreIndex, divided by `normalizer` (the
+// number of real target tokens of the whole optimizer step, so micro-batches add up exactly).
+at::Tensor NextTokenLoss(const at::Tensor& logits, const at::Tensor& targets, double normalizer);
+
+}  // namespace memsweep::model

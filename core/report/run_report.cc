@@ -1,0 +1,198 @@
+#include "core/report/run_report.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/memory/byte_size.h"
+
+namespace memsweep::report {
+namespace {
+
+using memory::FormatBytes;
+
+std::string Fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+void Row(std::ostringstream& out, const std::string& name, const std::string& value) {
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "  %-28s %s\n", name.c_str(), value.c_str());
+  out << buffer;
+}
+
+const char* FormatName(data::DataFormat f) {
+  switch (f) {
+    case data::DataFormat::kJsonl: return "jsonl";
+    case data::DataFormat::kText: return "text";
+    case data::DataFormat::kTokens: return "tokens";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResult& r) {
+  std::ostringstream out;
+  const auto& s = r.summary;
+  const auto& m = r.memory;
+  out << "memsweep run '" << cfg.experiment.name << "': " << train::RunStatusName(r.status);
+  if (!r.error.empty()) out << "\n  " << r.error;
+  out << "\n\n";
+  Row(out, "model", cfg.model.preset + " (" + std::to_string(s.parameters) + " parameters)");
+  Row(out, "batch", std::to_string(cfg.data.micro_batch_size) + " x " +
+                        std::to_string(cfg.data.accumulation_steps) + " accumulation, seq_len " +
+                        std::to_string(cfg.data.seq_len));
+  Row(out, "device", cfg.device.type + ", " + std::to_string(r.environment.threads) +
+                         " threads, budget " +
+                         (cfg.device.memory_budget_bytes ? FormatBytes(*cfg.device.memory_budget_bytes)
+                                                         : std::string("none")));
+  Row(out, "gemm", r.environment.gemm_backend + " (system BLAS: " + r.environment.blas_kind + ")");
+  Row(out, "steps", std::to_string(s.steps_completed) + " (" + std::to_string(s.measured_steps) +
+                        " measured after warm-up)");
+  out << "\n throughput\n";
+  Row(out, "tokens/s", Fixed(s.tokens_per_s, 1));
+  Row(out, "step time median / p90", Fixed(s.step_time_median_s * 1e3, 1) + " ms / " +
+                                         Fixed(s.step_time_p90_s * 1e3, 1) + " ms");
+  Row(out, "MFU", Fixed(100.0 * s.mfu, 1) + " % of " + Fixed(s.peak_flops / 1e9, 1) +
+                      " GFLOP/s measured GEMM peak");
+  Row(out, "padding fraction", Fixed(100.0 * s.padding_fraction, 1) + " %");
+  out << "\n loss\n";
+  if (!r.steps.empty()) {
+    Row(out, "first / final", Fixed(r.steps.front().loss, 4) + " / " + Fixed(s.final_loss, 4));
+  }
+  out << "\n memory\n";
+  Row(out, "peak allocated", FormatBytes(m.peak_allocated_bytes));
+  Row(out, "peak reserved", FormatBytes(m.peak_reserved_bytes));
+  Row(out, "peak RSS (process)", FormatBytes(m.peak_rss_bytes));
+  Row(out, "parameters", FormatBytes(m.params_bytes));
+  Row(out, "gradients", FormatBytes(m.grads_bytes));
+  Row(out, "optimizer state", FormatBytes(m.optimizer_bytes));
+  Row(out, "activations + temporaries", FormatBytes(m.activations_bytes));
+  Row(out, "saved activations / fwd", FormatBytes(m.saved_activations_bytes));
+  for (const auto& phase : m.phases) {
+    Row(out, std::string("peak in ") + phase.phase,
+        FormatBytes(phase.peak_bytes) + " (" + FormatBytes(phase.activations_bytes) +
+            " beyond model state)");
+  }
+  if (r.oom) {
+    out << "\n out of memory\n";
+    Row(out, "stage", r.oom->stage);
+    Row(out, "failed request", FormatBytes(r.oom->requested_bytes));
+  }
+  return out.str();
+}
+
+nlohmann::json RunConfigToJson(const config::RunConfig& cfg) {
+  const auto& l = cfg.model.llama;
+  nlohmann::json j;
+  j["experiment"] = {{"name", cfg.experiment.name},
+                     {"steps", cfg.experiment.steps},
+                     {"warmup_steps", cfg.experiment.warmup_steps},
+                     {"seed", cfg.experiment.seed}};
+  j["model"] = {{"preset", cfg.model.preset},
+                {"vocab_size", l.vocab_size},
+                {"hidden_size", l.hidden_size},
+                {"intermediate_size", l.intermediate_size},
+                {"num_hidden_layers", l.num_hidden_layers},
+                {"num_attention_heads", l.num_attention_heads},
+                {"num_key_value_heads", l.num_key_value_heads},
+                {"rope_theta", l.rope_theta},
+                {"rms_norm_eps", l.rms_norm_eps},
+                {"tie_word_embeddings", l.tie_word_embeddings},
+                {"max_position_embeddings", l.max_position_embeddings}};
+  j["data"] = {{"path", cfg.data.path},
+               {"format", FormatName(cfg.data.format)},
+               {"seq_len", cfg.data.seq_len},
+               {"padding", cfg.data.padding == data::Padding::kLongest ? "longest" : "max_length"},
+               {"micro_batch_size", cfg.data.micro_batch_size},
+               {"accumulation_steps", cfg.data.accumulation_steps}};
+  const auto& o = cfg.optimizer;
+  j["optimizer"] = {{"lr", o.lr},         {"min_lr_ratio", o.min_lr_ratio},
+                    {"lr_warmup_steps", o.lr_warmup_steps}, {"beta1", o.beta1},
+                    {"beta2", o.beta2},   {"eps", o.eps},
+                    {"weight_decay", o.weight_decay}, {"grad_clip", o.grad_clip}};
+  j["device"] = {{"type", cfg.device.type},
+                 {"threads", cfg.device.threads},
+                 {"gemm", env::GemmBackendName(cfg.device.gemm)}};
+  if (cfg.device.memory_budget_bytes) {
+    j["device"]["memory_budget_bytes"] = *cfg.device.memory_budget_bytes;
+  }
+  return j;
+}
+
+nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunResult& r) {
+  nlohmann::json j;
+  j["status"] = train::RunStatusName(r.status);
+  j["error"] = r.error;
+  j["config"] = RunConfigToJson(cfg);
+  const auto& e = r.environment;
+  j["environment"] = {{"hostname", e.hostname},       {"cpu_model", e.cpu_model},
+                      {"cores", e.cores},             {"threads", e.threads},
+                      {"torch_version", e.torch_version}, {"blas_library", e.blas_library},
+                      {"blas_kind", e.blas_kind},     {"gemm_backend", e.gemm_backend},
+                      {"memsweep_version", e.memsweep_version},
+                      {"git_revision", e.git_revision}};
+  const auto& s = r.summary;
+  j["summary"] = {{"steps_completed", s.steps_completed}, {"measured_steps", s.measured_steps},
+                  {"tokens_per_s", s.tokens_per_s},       {"step_time_median_s", s.step_time_median_s},
+                  {"step_time_p90_s", s.step_time_p90_s}, {"flops_per_token", s.flops_per_token},
+                  {"peak_flops", s.peak_flops},           {"mfu", s.mfu},
+                  {"final_loss", s.final_loss},           {"padding_fraction", s.padding_fraction},
+                  {"parameters", s.parameters},           {"wall_seconds", s.wall_seconds}};
+  const auto& m = r.memory;
+  j["memory"] = {{"baseline_bytes", m.baseline_bytes},
+                 {"peak_allocated_bytes", m.peak_allocated_bytes},
+                 {"peak_reserved_bytes", m.peak_reserved_bytes},
+                 {"peak_rss_bytes", m.peak_rss_bytes},
+                 {"params_bytes", m.params_bytes},
+                 {"grads_bytes", m.grads_bytes},
+                 {"optimizer_bytes", m.optimizer_bytes},
+                 {"activations_bytes", m.activations_bytes},
+                 {"saved_activations_bytes", m.saved_activations_bytes},
+                 {"allocations", m.allocations}};
+  for (const auto& p : m.phases) {
+    j["memory"]["phases"].push_back({{"phase", p.phase},
+                                     {"peak_bytes", p.peak_bytes},
+                                     {"model_state_bytes", p.model_state_bytes},
+                                     {"activations_bytes", p.activations_bytes}});
+  }
+  if (r.oom) {
+    j["oom"] = {{"requested_bytes", r.oom->requested_bytes}, {"budget_bytes", r.oom->budget_bytes},
+                {"allocated_bytes", r.oom->allocated_bytes}, {"reserved_bytes", r.oom->reserved_bytes},
+                {"stage", r.oom->stage}, {"message", r.oom->message}};
+  }
+  j["steps"] = nlohmann::json::array();
+  for (const auto& st : r.steps) {
+    j["steps"].push_back({{"step", st.step},       {"loss", st.loss},
+                          {"tokens", st.tokens},   {"positions", st.positions},
+                          {"seconds", st.seconds}, {"lr", st.lr},
+                          {"grad_norm", st.grad_norm},
+                          {"peak_allocated_bytes", st.peak_allocated_bytes}});
+  }
+  j["timeline"] = nlohmann::json::array();
+  for (const auto& t : r.timeline) {
+    j["timeline"].push_back({{"step", t.step},         {"stage", t.stage},
+                             {"seconds", t.seconds},   {"allocated_bytes", t.allocated_bytes},
+                             {"reserved_bytes", t.reserved_bytes}, {"peak_bytes", t.peak_bytes}});
+  }
+  return j;
+}
+
+void WriteJsonFile(const std::string& path, const nlohmann::json& document) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const fs::path temporary = target.string() + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << document.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+  }
+  fs::rename(temporary, target);
+}
+
+}  // namespace memsweep::report

@@ -1,0 +1,87 @@
+// RunResult: everything one training run measured. Each figure is defined in docs/metrics.md.
+// Byte figures are relative to the bytes already allocated when the run started (the baseline),
+// so they describe the run itself.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/env/environment.h"
+#include "core/memory/tracking_allocator.h"
+
+namespace memsweep::train {
+
+enum class RunStatus : uint8_t { kOk, kOom, kFailed };
+const char* RunStatusName(RunStatus status);  // "ok", "oom", "failed"
+
+struct StepRecord {
+  int64_t step = 0;
+  double loss = 0.0;            // mean next-token loss over the step's real tokens
+  int64_t tokens = 0;           // real (non-padding) target tokens in the step
+  int64_t positions = 0;        // positions computed, padding included
+  double seconds = 0.0;         // wall time of the whole step
+  double lr = 0.0;
+  double grad_norm = 0.0;       // global L2 norm before clipping
+  int64_t peak_allocated_bytes = 0;  // highest allocated bytes during this step
+};
+
+struct TimelinePoint {
+  int64_t step = -1;  // -1 for the set-up stages
+  const char* stage = "";
+  double seconds = 0.0;          // since the run started
+  int64_t allocated_bytes = 0;   // at the end of the stage
+  int64_t reserved_bytes = 0;
+  int64_t peak_bytes = 0;        // highest allocated bytes within the stage
+};
+
+// Peak memory of one phase of the step, and the part of it that is not model state.
+struct PhaseMemory {
+  const char* phase = "";
+  int64_t peak_bytes = 0;
+  int64_t model_state_bytes = 0;  // parameters + gradients + optimizer state held in the phase
+  int64_t activations_bytes = 0;  // peak_bytes - model_state_bytes
+};
+
+struct MemoryBreakdown {
+  int64_t baseline_bytes = 0;         // allocated before the run (absolute)
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t peak_rss_bytes = 0;         // process VmHWM (absolute: includes the program itself)
+  int64_t params_bytes = 0;
+  int64_t grads_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t activations_bytes = 0;      // peak_allocated - params - grads - optimizer
+  int64_t saved_activations_bytes = 0;  // growth across one forward: what backward keeps
+  std::vector<PhaseMemory> phases;    // forward, backward, optimizer_step
+  int64_t allocations = 0;
+};
+
+struct RunSummary {
+  int64_t steps_completed = 0;
+  int64_t measured_steps = 0;   // steps after warm-up used for throughput
+  double tokens_per_s = 0.0;
+  double step_time_median_s = 0.0;
+  double step_time_p90_s = 0.0;
+  double flops_per_token = 0.0;
+  double peak_flops = 0.0;      // measured GEMM peak for the run's dtype
+  double mfu = 0.0;
+  double final_loss = 0.0;
+  double padding_fraction = 0.0;  // padding positions / all positions
+  int64_t parameters = 0;
+  double wall_seconds = 0.0;
+};
+
+struct RunResult {
+  RunStatus status = RunStatus::kOk;
+  std::string error;
+  std::optional<memory::OomEvent> oom;
+  std::vector<StepRecord> steps;
+  std::vector<TimelinePoint> timeline;
+  MemoryBreakdown memory;
+  RunSummary summary;
+  env::EnvironmentInfo environment;
+};
+
+}  // namespace memsweep::train

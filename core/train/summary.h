@@ -1,0 +1,21 @@
+// Turns per-step records into the run's throughput figures (docs/metrics.md).
+//
+//   FillThroughput(steps, /*warmup_steps=*/2, model_config, peak_flops, summary);
+#pragma once
+
+#include <vector>
+
+#include "core/model/llama_config.h"
+#include "core/train/run_result.h"
+
+namespace memsweep::train {
+
+// Percentile by linear interpolation between closest ranks (q in [0, 1]); 0 for no values.
+double Percentile(std::vector<double> values, double q);
+
+// Fills tokens_per_s, step times, flops_per_token, mfu, final_loss and padding_fraction from
+// the steps after `warmup_steps` (all steps when there are no others).
+void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps, int64_t rows_per_step,
+                    const model::LlamaConfig& model, double peak_flops, RunSummary& summary);
+
+}  // namespace memsweep::train
