@@ -3,7 +3,14 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <ATen/Parallel.h>
+
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/env/gemm_backend.h"
 
 namespace memsweep::env {
 
@@ -20,6 +27,17 @@ double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions&
     best_seconds = std::min(best_seconds, elapsed.count());
   }
   return 2.0 * static_cast<double>(n) * n * n / best_seconds;
+}
+
+double CachedGemmPeakFlops(c10::ScalarType dtype) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int>, double> cache;
+  const auto key = std::make_tuple(static_cast<int>(dtype), static_cast<int>(ActiveGemmBackend()),
+                                   at::get_num_threads());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, MeasureGemmPeakFlops(dtype)).first;
+  return it->second;
 }
 
 }  // namespace memsweep::env

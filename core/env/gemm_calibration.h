@@ -18,4 +18,8 @@ struct GemmCalibrationOptions {
 // Best observed FLOP/s of at::mm on size×size matrices of `dtype`.
 double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions& options = {});
 
+// MeasureGemmPeakFlops with default options, measured once per (dtype, GEMM backend, thread
+// count) in this process and then reused.
+double CachedGemmPeakFlops(c10::ScalarType dtype);
+
 }  // namespace memsweep::env

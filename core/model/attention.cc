@@ -22,7 +22,9 @@ at::Tensor EagerCausalAttention(const at::Tensor& q, const at::Tensor& k, const 
   at::Tensor scores = at::matmul(q, keys.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
   const at::Tensor future = at::ones({t, t}, q.options().dtype(at::kBool)).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(v.scalar_type());
+  // Softmax in at least fp32, whatever the input precision.
+  const auto softmax_dtype = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor probs = at::softmax(scores, -1, softmax_dtype).to(v.scalar_type());
   return at::matmul(probs, values);
 }
 

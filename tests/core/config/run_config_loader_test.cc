@@ -1,0 +1,106 @@
+#include "core/config/run_config_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "support/run_configs.h"
+
+namespace memsweep::config {
+namespace {
+
+using testing_support::SourcePath;
+
+// Experiment files written into the experiments/ folder's neighbourhood would pollute the repo;
+// tests parse text with a source name inside experiments/ so relative data paths resolve.
+const std::string kSource = SourcePath("experiments/test.toml");
+const std::string kData = "[data]\npath = \"data/devils-dictionary.jsonl\"\n";
+
+std::string ErrorOf(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    ParseRunConfig(text, kSource, overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
+  const RunConfig cfg = ParseRunConfig(
+      "[experiment]\nname = \"x\"\nsteps = 7\nseed = 9\n"
+      "[model]\npreset = \"small\"\nnum_hidden_layers = 2\n" + kData +
+          "seq_len = 64\npadding = \"max_length\"\nmicro_batch_size = 3\n"
+          "[optimizer]\nlr = 1\n[device]\nthreads = 1\nmemory_budget = \"2GiB\"\ngemm = \"blas\"\n",
+      kSource);
+  EXPECT_EQ(cfg.experiment.name, "x");
+  EXPECT_EQ(cfg.experiment.steps, 7);
+  EXPECT_EQ(cfg.experiment.seed, 9u);
+  EXPECT_EQ(cfg.model.llama.hidden_size, 512);
+  EXPECT_EQ(cfg.model.llama.num_hidden_layers, 2);
+  EXPECT_EQ(cfg.data.path, SourcePath("experiments/data/devils-dictionary.jsonl"));
+  EXPECT_EQ(cfg.data.padding, data::Padding::kMaxLength);
+  EXPECT_EQ(cfg.data.micro_batch_size, 3);
+  EXPECT_DOUBLE_EQ(cfg.optimizer.lr, 1.0);
+  EXPECT_EQ(cfg.device.memory_budget_bytes, 2LL << 30);
+  EXPECT_EQ(cfg.device.gemm, env::GemmBackend::kSystemBlas);
+}
+
+TEST(RunConfigLoaderTest, MalformedTomlNamesFileLineAndColumn) {
+  const std::string error = ErrorOf(kData + "seq_len = = 3\n");
+  EXPECT_EQ(error.rfind(kSource + ":3:", 0), 0u) << error;
+  EXPECT_NE(error.find("TOML syntax error"), std::string::npos) << error;
+}
+
+TEST(RunConfigLoaderTest, UnknownKeyListsTheAllowedOnes) {
+  const std::string error = ErrorOf(kData + "[model]\nhidden = 3\n");
+  EXPECT_EQ(error.rfind(kSource + ":4:1: unknown key 'hidden' in [model]", 0), 0u) << error;
+  EXPECT_NE(error.find("allowed keys: preset, vocab_size, hidden_size"), std::string::npos);
+  EXPECT_NE(ErrorOf(kData + "[training]\nx = 1\n").find("unknown section [training]"),
+            std::string::npos);
+}
+
+TEST(RunConfigLoaderTest, WrongTypeSaysWhatWasExpected) {
+  const std::string error = ErrorOf(kData + "[experiment]\nsteps = \"many\"\n");
+  EXPECT_NE(error.find(":4:9: [experiment] steps must be an integer (found a string)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(RunConfigLoaderTest, ImpossibleConfigurationsSayWhatToChange) {
+  EXPECT_NE(ErrorOf(kData + "[model]\nhidden_size = 100\nnum_attention_heads = 3\n")
+                .find("not divisible by num_attention_heads"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kData + "[device]\nmemory_budget = \"100KiB\"\n")
+                .find("smaller than the model's fp32 parameters alone"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("[data]\npath = \"data/nope.jsonl\"\n").find("does not exist"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kData + "[device]\nmemory_budget = \"lots\"\n").find("must be a size"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kData + "padding = \"left\"\n").find("is not one of: longest, max_length"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kData + "[device]\ntype = \"cuda\"\n").find("without CUDA"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kData + "seq_len = 5000\n").find("exceeds [model] max_position_embeddings"),
+            std::string::npos);
+}
+
+TEST(RunConfigLoaderTest, SetOverridesApplyBeforeValidation) {
+  const RunConfig cfg = ParseRunConfig(kData, kSource, {"data.seq_len=32", "experiment.name=abc",
+                                                        "device.memory_budget=\"1GiB\""});
+  EXPECT_EQ(cfg.data.seq_len, 32);
+  EXPECT_EQ(cfg.experiment.name, "abc");
+  EXPECT_EQ(cfg.device.memory_budget_bytes, 1LL << 30);
+  EXPECT_NE(ErrorOf(kData, {"data.seq_len=abc"}).find("seq_len must be an integer"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kData, {"model.nope=1"}).find("unknown key 'nope'"), std::string::npos);
+}
+
+TEST(RunConfigLoaderTest, BundledQuickstartIsValid) {
+  const RunConfig cfg = LoadRunConfig(SourcePath("experiments/quickstart.toml"));
+  EXPECT_EQ(cfg.experiment.name, "quickstart");
+}
+
+}  // namespace
+}  // namespace memsweep::config
