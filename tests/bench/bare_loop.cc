@@ -1,0 +1,59 @@
+#include "bare_loop.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/utils.h>
+
+#include <chrono>
+
+#include "core/data/batcher.h"
+#include "core/memory/tracking_allocator.h"
+#include "core/model/llama.h"
+#include "core/train/lr_schedule.h"
+
+namespace memsweep::bench {
+
+BareLoopResult RunBareLoop(const config::RunConfig& cfg) {
+  c10::SetCPUAllocator(c10::GetDefaultCPUAllocator(), 255);
+  BareLoopResult result;
+  {
+    torch::manual_seed(cfg.experiment.seed);
+    model::LlamaModel model(cfg.model.llama);
+    data::Batcher batcher(cfg.data, cfg.experiment.seed);
+    const auto& o = cfg.optimizer;
+    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(o.lr)
+                                                           .betas({o.beta1, o.beta2})
+                                                           .eps(o.eps)
+                                                           .weight_decay(o.weight_decay));
+    const train::LrSchedule schedule{o.lr, o.lr_warmup_steps, cfg.experiment.steps,
+                                     o.min_lr_ratio};
+    for (int64_t step = 0; step < cfg.experiment.steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      for (auto& group : optimizer.param_groups()) group.options().set_lr(schedule.At(step));
+      std::vector<data::Batch> batches;
+      int64_t tokens = 0;
+      for (int64_t i = 0; i < cfg.data.accumulation_steps; ++i) {
+        batches.push_back(batcher.Next());
+        tokens += batches.back().real_tokens;
+      }
+      double loss_sum = 0;
+      for (const auto& batch : batches) {
+        at::Tensor loss = model::NextTokenLoss(model->forward(batch.input_ids, batch.position_ids),
+                                               batch.targets, tokens);
+        loss.backward();
+        loss_sum += loss.item<double>();
+      }
+      torch::nn::utils::clip_grad_norm_(model->parameters(), o.grad_clip);
+      optimizer.step();
+      optimizer.zero_grad();
+      result.step_seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      result.losses.push_back(loss_sum);
+    }
+  }
+  c10::SetCPUAllocator(&memory::TrackingAllocator::Instance(), 255);
+  return result;
+}
+
+}  // namespace memsweep::bench

@@ -1,0 +1,129 @@
+// memsweep_bench_core: the figures of the foundation (docs/benchmarks.md).
+//   1. the machine's fp32 peak (register-only FMA probe)
+//   2. fp32 GEMM through memsweep's sgemm_ path: oneDNN vs the system BLAS, % of that peak
+//   3. training-step throughput and MFU of the `small` preset (fp32)
+//   4. memsweep's loop against a bare LibTorch loop doing the same work (overhead)
+//
+//   build/release/memsweep_bench_core [--steps N] [--rounds R] [--seq-len T] [--batch B]
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bare_loop.h"
+#include "core/env/environment.h"
+#include "core/env/gemm_backend.h"
+#include "core/env/threads.h"
+#include "core/memory/tracking_allocator.h"
+#include "core/train/summary.h"
+#include "core/train/trainer.h"
+#include "fma_peak.h"
+#include "support/run_configs.h"
+
+namespace {
+
+using namespace memsweep;
+
+double GemmFlops(int64_t m, int64_t k, int64_t n, int repeats) {
+  const at::Tensor a = at::randn({m, k}), b = at::randn({k, n});
+  at::Tensor c = at::mm(a, b);
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    at::mm_out(c, a, b);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                              .count());
+  }
+  return 2.0 * m * k * n / best;
+}
+
+double Median(std::vector<double> v) { return train::Percentile(std::move(v), 0.5); }
+
+int ArgInt(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  memory::TrackingAllocator::Install();
+  const int threads = env::SetThreads(0);
+  const int steps = ArgInt(argc, argv, "--steps", 8);
+  const int rounds = ArgInt(argc, argv, "--rounds", 3);
+  const int seq_len = ArgInt(argc, argv, "--seq-len", 256);
+  const int batch = ArgInt(argc, argv, "--batch", 4);
+  const env::EnvironmentInfo info = env::DescribeEnvironment();
+  std::printf("memsweep_bench_core  cpu: %s  threads: %d  system BLAS: %s\n\n",
+              info.cpu_model.c_str(), threads, info.blas_kind.c_str());
+
+  // 1. peak
+  const bench::FmaPeak peak = bench::MeasureFmaPeak(threads);
+  std::printf("[peak] fp32 FMA probe (%s, %d threads): %.1f GFLOP/s\n\n", peak.isa.c_str(),
+              threads, peak.flops / 1e9);
+
+  // 2. GEMM
+  struct Shape { int64_t m, k, n; const char* what; };
+  const Shape shapes[] = {{4096, 4096, 4096, "square 4096"},
+                          {2048, 2048, 2048, "square 2048"},
+                          {1024, 512, 1376, "small preset MLP up (1024 tokens)"},
+                          {1024, 1376, 512, "small preset MLP down"},
+                          {1024, 512, 8192, "small preset LM head"}};
+  std::printf("[gemm] fp32 at::mm through memsweep's sgemm_ (best of 8)\n");
+  std::printf("  %-36s %14s %8s %14s %8s\n", "shape", "onednn GF/s", "% peak", "blas GF/s",
+              "% peak");
+  for (const Shape& s : shapes) {
+    env::SetGemmBackend(env::GemmBackend::kOneDnn);
+    const double onednn = GemmFlops(s.m, s.k, s.n, 8);
+    env::SetGemmBackend(env::GemmBackend::kSystemBlas);
+    const double blas = GemmFlops(s.m, s.k, s.n, 8);
+    std::printf("  %-36s %14.1f %7.1f%% %14.1f %7.1f%%\n", s.what, onednn / 1e9,
+                100 * onednn / peak.flops, blas / 1e9, 100 * blas / peak.flops);
+  }
+  env::SetGemmBackend(env::GemmBackend::kOneDnn);
+  std::printf("\n");
+
+  // 3 + 4. training step, memsweep loop vs bare loop, interleaved rounds on identical batches.
+  config::RunConfig cfg = testing_support::TinyRun(steps);
+  cfg.model.preset = "small";
+  cfg.model.llama = *model::LlamaPreset("small");
+  cfg.data.seq_len = seq_len;
+  cfg.data.micro_batch_size = batch;
+  cfg.data.padding = data::Padding::kMaxLength;  // identical work every step
+  cfg.experiment.warmup_steps = 2;
+  cfg.device.threads = threads;
+  std::printf("[train] small preset (%lld parameters), fp32, %d x %d tokens per step, %d steps "
+              "(2 warm-up), %d rounds\n",
+              static_cast<long long>(cfg.model.llama.ParameterCount()), batch, seq_len, steps,
+              rounds);
+  std::vector<double> ratios, min_ratios;
+  for (int round = 0; round < rounds; ++round) {
+    const train::RunResult run = train::Trainer(cfg).Run();
+    std::vector<double> ms_steps;
+    for (size_t i = 2; i < run.steps.size(); ++i) ms_steps.push_back(run.steps[i].seconds);
+    const bench::BareLoopResult bare = bench::RunBareLoop(cfg);
+    std::vector<double> bare_steps(bare.step_seconds.begin() + 2, bare.step_seconds.end());
+    const double ratio = Median(ms_steps) / Median(bare_steps);
+    ratios.push_back(ratio);
+    min_ratios.push_back(*std::min_element(ms_steps.begin(), ms_steps.end()) /
+                         *std::min_element(bare_steps.begin(), bare_steps.end()));
+    std::printf("  round %d: memsweep %.1f tokens/s, MFU %.1f%% (vs GEMM calibration %.1f GF/s), "
+                "peak %.1f MiB | step median memsweep %.1f ms, bare %.1f ms, overhead %+.2f%% | "
+                "final loss memsweep %.4f bare %.4f\n",
+                round + 1, run.summary.tokens_per_s, 100 * run.summary.mfu,
+                run.summary.peak_flops / 1e9, run.memory.peak_allocated_bytes / 1048576.0,
+                Median(ms_steps) * 1e3, Median(bare_steps) * 1e3, 100 * (ratio - 1),
+                run.summary.final_loss, bare.losses.back());
+  }
+  std::printf("  loop overhead, median of per-round median-step ratios: %+.2f%%; of fastest-step "
+              "ratios: %+.2f%%  (goal <= 1%%)\n",
+              100 * (Median(ratios) - 1), 100 * (Median(min_ratios) - 1));
+  return 0;
+}
