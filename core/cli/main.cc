@@ -18,13 +18,14 @@ int main(int argc, char** argv) {
   CLI::App app{"memsweep: which memory strategies let an LLM training run fit, at what speed, "
                "and do they change the loss"};
   app.require_subcommand(1);
+  int exit_code = 0;
   memsweep::cli::RunOptions run_options;
-  memsweep::cli::AddRunCommand(app, run_options);
+  memsweep::cli::AddRunCommand(app, run_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  return memsweep::cli::ExitCode();
+  return exit_code;
 }

@@ -12,8 +12,6 @@
 namespace memsweep::cli {
 namespace {
 
-int g_exit_code = 0;
-
 int Run(const RunOptions& options) {
   config::RunConfig cfg;
   try {
@@ -42,15 +40,13 @@ int Run(const RunOptions& options) {
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, RunOptions& options) {
+void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code) {
   CLI::App* run = app.add_subcommand("run", "Run one experiment file and print its figures");
   run->add_option("file", options.file, "Experiment TOML file")->required();
   run->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
   run->add_option("--json", options.json_path, "Where to write the JSON result");
   run->add_flag("-q,--quiet", options.quiet, "No per-step log lines");
-  run->callback([&options] { g_exit_code = Run(options); });
+  run->callback([&options, &exit_code] { exit_code = Run(options); });
 }
-
-int ExitCode() { return g_exit_code; }
 
 }  // namespace memsweep::cli

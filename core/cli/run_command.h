@@ -16,8 +16,7 @@ struct RunOptions {
   bool quiet = false;
 };
 
-void AddRunCommand(CLI::App& app, RunOptions& options);
-// The exit code of the subcommand that ran.
-int ExitCode();
+// Registers the subcommand; when it runs, its exit code is stored in `exit_code`.
+void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code);
 
 }  // namespace memsweep::cli

@@ -20,6 +20,7 @@ struct ExperimentSection {
   int64_t steps = 20;
   int64_t warmup_steps = 2;  // steps left out of throughput and step-time figures
   uint64_t seed = 1234;
+  int64_t repeats = 1;  // an experiment matrix runs every cell this many times, seeds seed+r
 };
 
 struct ModelSection {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/config/toml_overrides.h"
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
 #include "core/data/token_file.h"
@@ -26,39 +27,6 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
-// Applies "section.key=value" on top of the parsed file.
-void ApplyOverride(toml::table& root, const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    throw ConfigError("--set " + assignment + ": expected section.key=value");
-  }
-  const std::string dotted = assignment.substr(0, eq);
-  const std::string value = assignment.substr(eq + 1);
-  const auto dot = dotted.rfind('.');
-  if (dot == std::string::npos) {
-    throw ConfigError("--set " + assignment + ": the key must name its section, e.g. data.seq_len");
-  }
-  toml::table parsed;
-  try {
-    parsed = toml::parse("v = " + value, std::string_view("--set " + dotted));
-  } catch (const toml::parse_error&) {
-    parsed = toml::table{{"v", value}};  // a bare word: take it as a string
-  }
-  toml::table* table = &root;
-  std::string_view rest(dotted.data(), dot);
-  while (!rest.empty()) {
-    const auto next = rest.find('.');
-    const std::string part(rest.substr(0, next));
-    auto [it, inserted] = table->insert(part, toml::table{});
-    if (!it->second.is_table()) {
-      throw ConfigError("--set " + assignment + ": '" + part + "' is not a table");
-    }
-    table = it->second.as_table();
-    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
-  }
-  table->insert_or_assign(dotted.substr(dot + 1), *parsed.get("v"));
-}
-
 const toml::table& Section(const toml::table& root, const std::string& name) {
   static const toml::table kEmpty;
   const toml::node* node = root.get(name);
@@ -66,11 +34,13 @@ const toml::table& Section(const toml::table& root, const std::string& name) {
 }
 
 void ReadExperiment(const std::string& source, const toml::table& t, ExperimentSection& e) {
-  TableReader r(source, "[experiment]", t, {"name", "steps", "warmup_steps", "seed"});
+  TableReader r(source, "[experiment]", t, {"name", "steps", "warmup_steps", "seed", "repeats"});
   r.Read("name", e.name);
   r.Read("steps", e.steps);
   r.Read("warmup_steps", e.warmup_steps);
   r.Read("seed", e.seed);
+  r.Read("repeats", e.repeats);
+  if (e.repeats < 1) throw ConfigError(r.At("repeats") + " must be at least 1");
   if (e.steps < 1) throw ConfigError(r.At("steps") + " must be at least 1");
   if (e.warmup_steps < 0) throw ConfigError(r.At("warmup_steps") + " must not be negative");
 }
@@ -180,16 +150,23 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
 
 }  // namespace
 
-RunConfig ParseRunConfig(std::string_view text, const std::string& source,
-                         const std::vector<std::string>& overrides) {
-  toml::table root;
+toml::table ParseToml(std::string_view text, const std::string& source) {
   try {
-    root = toml::parse(text, source);
+    return toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     throw ConfigError(Where(source, e.source()) + "TOML syntax error: " +
                       std::string(e.description()));
   }
+}
+
+RunConfig ParseRunConfig(std::string_view text, const std::string& source,
+                         const std::vector<std::string>& overrides) {
+  toml::table root = ParseToml(text, source);
   for (const auto& assignment : overrides) ApplyOverride(root, assignment);
+  return RunConfigFromTable(root, source);
+}
+
+RunConfig RunConfigFromTable(const toml::table& root, const std::string& source) {
   for (auto&& [key, node] : root) {
     const std::string name(key.str());
     if (std::find(kSections.begin(), kSections.end(), name) == kSections.end()) {

@@ -9,6 +9,8 @@
 // the experiment file.
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +26,12 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
 // The same from text; `source` names it in messages and anchors relative paths.
 RunConfig ParseRunConfig(std::string_view text, const std::string& source,
                          const std::vector<std::string>& overrides = {});
+
+// Parses TOML text, turning syntax errors into ConfigError("file:line:column: ...").
+toml::table ParseToml(std::string_view text, const std::string& source);
+// Reads and validates an already parsed document (e.g. one cell of an experiment matrix).
+// `source` names the file in messages and anchors relative paths.
+RunConfig RunConfigFromTable(const toml::table& root, const std::string& source);
 
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
 void ValidateRunConfig(const RunConfig& cfg);
