@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/config/run_config_loader.h"
+#include "core/config/strategy_resolver.h"
 #include "core/memory/byte_size.h"
 #include "core/report/run_report.h"
 #include "core/train/trainer.h"
@@ -21,7 +22,7 @@ int Run(const RunOptions& options) {
     return 2;
   }
   spdlog::info("running '{}' from {}", cfg.experiment.name, options.file);
-  train::Trainer trainer(cfg);
+  train::Trainer trainer(cfg, config::InstantiateStrategies(cfg));
   if (!options.quiet) {
     trainer.OnStep([&cfg](const train::StepRecord& s) {
       spdlog::info("step {:>4}/{}  loss {:.4f}  {:>6} tokens  {:7.1f} ms  peak {}", s.step + 1,

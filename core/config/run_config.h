@@ -1,17 +1,20 @@
 // RunConfig: one fully resolved training configuration, as read from an experiment file.
 //
 // Sections mirror the TOML file (docs/experiment-format.md): [experiment], [model], [data],
-// [optimizer], [device]. Every field has a default, so an empty file with only [data] path is a
-// valid run. Loading and validation live in run_config_loader.h.
+// [optimizer], [device], [plugins] and one [strategies.<slot>] table per slot. Every field has a
+// default, so a file with only [data] path is a valid run. Loading and validation live in
+// run_config_loader.h.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/data/data_config.h"
 #include "core/env/gemm_backend.h"
 #include "core/model/llama_config.h"
+#include "memsweep/plugin_params.h"
 
 namespace memsweep::config {
 
@@ -46,6 +49,14 @@ struct DeviceSection {
   env::GemmBackend gemm = env::GemmBackend::kOneDnn;
 };
 
+// The plugin chosen for a slot, with its validated parameters (defaults filled in).
+struct StrategyChoice {
+  std::string slot;
+  std::string plugin;
+  std::string version;  // of the plugin that validated the parameters
+  PluginParams params;
+};
+
 struct RunConfig {
   std::string source;  // the file it was read from ("" when built in code)
   ExperimentSection experiment;
@@ -53,6 +64,9 @@ struct RunConfig {
   data::DataConfig data;
   OptimizerSection optimizer;
   DeviceSection device;
+  std::vector<std::string> plugin_paths;  // [plugins] paths, resolved against the file
+  // One per slot, in hook order (memsweep/strategy.h), then the callbacks in file order.
+  std::vector<StrategyChoice> strategies;
 };
 
 }  // namespace memsweep::config

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/config/strategy_resolver.h"
 #include "core/config/toml_overrides.h"
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
@@ -15,7 +16,8 @@ namespace memsweep::config {
 namespace fs = std::filesystem;
 namespace {
 
-const std::vector<std::string> kSections = {"experiment", "model", "data", "optimizer", "device"};
+const std::vector<std::string> kSections = {"experiment", "model",   "data",      "optimizer",
+                                            "device",     "plugins", "strategies"};
 const std::vector<std::string> kModelKeys = {
     "preset",           "vocab_size",          "hidden_size",         "intermediate_size",
     "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "rope_theta",
@@ -67,9 +69,7 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
 }
 
 void ReadData(const std::string& source, const toml::table& t, data::DataConfig& d) {
-  TableReader r(source, "[data]", t,
-                {"path", "format", "text_field", "token_dtype", "seq_len", "padding",
-                 "micro_batch_size", "accumulation_steps"});
+  TableReader r(source, "[data]", t, {"path", "format", "text_field", "token_dtype"});
   r.Read("path", d.path);
   if (auto i = r.ReadChoice("format", {"jsonl", "text", "tokens"})) {
     d.format = static_cast<data::DataFormat>(*i);
@@ -78,18 +78,7 @@ void ReadData(const std::string& source, const toml::table& t, data::DataConfig&
   if (auto i = r.ReadChoice("token_dtype", {"uint16", "uint32"})) {
     d.token_dtype = static_cast<data::TokenDtype>(*i);
   }
-  r.Read("seq_len", d.seq_len);
-  if (auto i = r.ReadChoice("padding", {"longest", "max_length"})) {
-    d.padding = static_cast<data::Padding>(*i);
-  }
-  r.Read("micro_batch_size", d.micro_batch_size);
-  r.Read("accumulation_steps", d.accumulation_steps);
   if (d.path.empty()) throw ConfigError(Where(source, t.source()) + "[data] path is required");
-  if (d.seq_len < 1) throw ConfigError(r.At("seq_len") + " must be at least 1");
-  if (d.micro_batch_size < 1) throw ConfigError(r.At("micro_batch_size") + " must be at least 1");
-  if (d.accumulation_steps < 1) {
-    throw ConfigError(r.At("accumulation_steps") + " must be at least 1");
-  }
   // Relative paths are relative to the experiment file.
   fs::path path(d.path);
   if (path.is_relative() && !source.empty()) {
@@ -185,6 +174,8 @@ RunConfig RunConfigFromTable(const toml::table& root, const std::string& source)
   ReadData(source, Section(root, "data"), cfg.data);
   ReadOptimizer(source, Section(root, "optimizer"), cfg.optimizer);
   ReadDevice(source, Section(root, "device"), cfg.device);
+  ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
+  ResolveStrategies(root, source, cfg);
   ValidateRunConfig(cfg);
   return cfg;
 }
@@ -201,8 +192,9 @@ void ValidateRunConfig(const RunConfig& cfg) {
   const std::string at = cfg.source.empty() ? std::string("config: ") : cfg.source + ": ";
   const model::LlamaConfig& m = cfg.model.llama;
   if (auto problem = m.Problem()) throw ConfigError(at + "[model]: " + *problem);
-  if (cfg.data.seq_len > m.max_position_embeddings) {
-    throw ConfigError(at + "[data] seq_len = " + std::to_string(cfg.data.seq_len) +
+  const data::DataConfig batches = EffectiveDataConfig(cfg);
+  if (batches.seq_len > m.max_position_embeddings) {
+    throw ConfigError(at + "[strategies.batching] seq_len = " + std::to_string(batches.seq_len) +
                       " exceeds [model] max_position_embeddings = " +
                       std::to_string(m.max_position_embeddings) +
                       ": lower seq_len or raise max_position_embeddings");

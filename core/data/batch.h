@@ -17,6 +17,9 @@ struct Batch {
   at::Tensor input_ids;     // [B, T] int64
   at::Tensor targets;       // [B, T] int64, kIgnoreIndex where no loss is taken
   at::Tensor position_ids;  // [B, T] int64, 0..len-1 per row (padding positions continue)
+  // [B, T] int64 document index per position when a row holds several documents (packing);
+  // undefined when every row is one document.
+  at::Tensor segment_ids;
   int64_t real_tokens = 0;  // number of targets != kIgnoreIndex
   int64_t positions = 0;    // B * T: every position the model computes, padding included
   int64_t Rows() const { return input_ids.size(0); }

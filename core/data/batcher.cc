@@ -148,3 +148,7 @@ Batch Batcher::Next() {
 }
 
 }  // namespace memsweep::data
+
+namespace memsweep::data {
+BatchSource::~BatchSource() = default;
+}  // namespace memsweep::data

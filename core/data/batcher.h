@@ -20,11 +20,12 @@
 #include <vector>
 
 #include "core/data/batch.h"
+#include "core/data/batch_source.h"
 #include "core/data/data_config.h"
 
 namespace memsweep::data {
 
-class Batcher {
+class Batcher final : public BatchSource {
  public:
   // Loads and tokenizes `config.path`. Throws DataError if the data cannot be loaded, a token
   // file holds fewer than seq_len + 1 tokens, or seq_len / micro_batch_size is not positive.
@@ -33,7 +34,7 @@ class Batcher {
   // The next micro-batch: [micro_batch_size, T] int64 CPU tensors, T = seq_len for
   // Padding::kMaxLength, else the longest row of this micro-batch. Inputs are padded with kPadId,
   // targets with kIgnoreIndex; position_ids are 0..T-1 in every row.
-  Batch Next();
+  Batch Next() override;
 
   // Number of sequences in one epoch.
   int64_t NumSequences() const;

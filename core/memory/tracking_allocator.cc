@@ -107,6 +107,14 @@ void TrackingAllocator::SetBackend(std::shared_ptr<MemoryBackend> backend) {
 
 MemoryBackend& TrackingAllocator::Backend() const { return *backend_; }
 
+std::shared_ptr<MemoryBackend> TrackingAllocator::BackendPtr() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& backend : backends_) {
+    if (backend.get() == backend_) return backend;
+  }
+  return nullptr;
+}
+
 void TrackingAllocator::EmptyCache() {
   std::lock_guard<std::mutex> lock(mutex_);
   backend_->EmptyCache();

@@ -66,6 +66,7 @@ class TrackingAllocator final : public c10::Allocator {
   // Replaces the backend. Blocks still held by an earlier backend go back to it when freed.
   void SetBackend(std::shared_ptr<MemoryBackend> backend);
   MemoryBackend& Backend() const;
+  std::shared_ptr<MemoryBackend> BackendPtr() const;
   // Asks the active backend to give its cached, unused memory back to the device.
   void EmptyCache();
 

@@ -49,14 +49,15 @@ DecoderBlockImpl::DecoderBlockImpl(const LlamaConfig& config) : config_(config) 
 }
 
 at::Tensor DecoderBlockImpl::Attention(const at::Tensor& x, const at::Tensor& cos,
-                                       const at::Tensor& sin, const AttentionFn& attention) {
+                                       const at::Tensor& sin, const AttentionInputs& inputs,
+                                       const AttentionFn& attention) {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const int64_t d = config_.HeadDim();
   const at::Tensor q = at::linear(x, q_proj_).view({b, t, heads, d}).transpose(1, 2);
   const at::Tensor k = at::linear(x, k_proj_).view({b, t, kv_heads, d}).transpose(1, 2);
   const at::Tensor v = at::linear(x, v_proj_).view({b, t, kv_heads, d}).transpose(1, 2);
-  const at::Tensor out = attention(ApplyRotary(q, cos, sin), ApplyRotary(k, cos, sin), v);
+  const at::Tensor out = attention(ApplyRotary(q, cos, sin), ApplyRotary(k, cos, sin), v, inputs);
   return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), o_proj_);
 }
 
@@ -65,9 +66,16 @@ at::Tensor DecoderBlockImpl::Mlp(const at::Tensor& x) {
 }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const at::Tensor& cos,
-                                     const at::Tensor& sin, const AttentionFn& attention) {
-  const at::Tensor h = x + Attention(input_norm_->forward(x), cos, sin, attention);
+                                     const at::Tensor& sin, const AttentionInputs& inputs,
+                                     const AttentionFn& attention) {
+  const at::Tensor h = x + Attention(input_norm_->forward(x), cos, sin, inputs, attention);
   return h + Mlp(post_attention_norm_->forward(h));
+}
+
+at::Tensor RunBlockDirectly(DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+                            const at::Tensor& sin, const AttentionInputs& inputs,
+                            const AttentionFn& attention) {
+  return block.forward(x, cos, sin, inputs, attention);
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config) : config_(config) {
@@ -83,11 +91,14 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config) : config_(config) {
                                                               config.hidden_size));
 }
 
-at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& position_ids) {
+at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                                   const at::Tensor& segment_ids) {
+  TORCH_CHECK(attention_, "LlamaModel: no attention function set (the attention slot sets it)");
   at::Tensor x = at::embedding(embed_tokens_, input_ids);
   auto [cos, sin] = RotaryTables(position_ids, config_.HeadDim(), config_.rope_theta,
                                  x.scalar_type());
-  for (auto& block : blocks_) x = block->forward(x, cos, sin, attention_);
+  const AttentionInputs inputs{position_ids, segment_ids};
+  for (auto& block : blocks_) x = block_runner_(*block, x, cos, sin, inputs, attention_);
   return at::linear(final_norm_->forward(x), lm_head_);
 }
 

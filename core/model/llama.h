@@ -5,8 +5,12 @@
 // It holds only parameters (no buffers): rotary tables are computed from position ids on each
 // forward, so that every byte the model keeps is a parameter in the memory breakdown.
 //
+// How attention and each decoder block are run comes from outside (the attention and
+// checkpointing slots' plugins): SetAttention must be called before forward.
+//
 //   torch::manual_seed(seed);
 //   LlamaModel model(LlamaPreset("tiny").value());
+//   model->SetAttention(attention);
 //   at::Tensor logits = model->forward(batch.input_ids, batch.position_ids);
 //   at::Tensor loss = NextTokenLoss(logits, batch.targets, /*normalizer=*/batch.real_tokens);
 #pragma once
@@ -37,9 +41,10 @@ class DecoderBlockImpl : public torch::nn::Module {
   explicit DecoderBlockImpl(const LlamaConfig& config);
   // x: [B, T, hidden]; cos, sin: [B, 1, T, head_dim].
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                     const AttentionFn& attention);
+                     const AttentionInputs& inputs, const AttentionFn& attention);
   at::Tensor Attention(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                       const AttentionFn& attention);
+                       const AttentionInputs& inputs, const AttentionFn& attention);
+  const LlamaConfig& config() const { return config_; }
   at::Tensor Mlp(const at::Tensor& x);
 
  private:
@@ -50,19 +55,34 @@ class DecoderBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderBlock);
 
+// Runs one decoder block; the checkpointing slot replaces it (e.g. to recompute in backward).
+using BlockRunner = std::function<at::Tensor(DecoderBlockImpl& block, const at::Tensor& x,
+                                             const at::Tensor& cos, const at::Tensor& sin,
+                                             const AttentionInputs& inputs,
+                                             const AttentionFn& attention)>;
+
+// block.forward(x, cos, sin, inputs, attention): keeps every activation for backward.
+at::Tensor RunBlockDirectly(DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+                            const at::Tensor& sin, const AttentionInputs& inputs,
+                            const AttentionFn& attention);
+
 class LlamaModelImpl : public torch::nn::Module {
  public:
   explicit LlamaModelImpl(const LlamaConfig& config);
-  // input_ids, position_ids: [B, T] int64. Returns logits [B, T, vocab].
-  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& position_ids);
+  // input_ids, position_ids (and segment_ids, see AttentionInputs): [B, T] int64.
+  // Returns logits [B, T, vocab].
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                     const at::Tensor& segment_ids = {});
 
   void SetAttention(AttentionFn attention) { attention_ = std::move(attention); }
+  void SetBlockRunner(BlockRunner runner) { block_runner_ = std::move(runner); }
   const LlamaConfig& config() const { return config_; }
   const std::vector<DecoderBlock>& blocks() const { return blocks_; }
 
  private:
   LlamaConfig config_;
-  AttentionFn attention_ = EagerCausalAttention;
+  AttentionFn attention_;
+  BlockRunner block_runner_ = RunBlockDirectly;
   at::Tensor embed_tokens_;  // [vocab, hidden]
   std::vector<DecoderBlock> blocks_;
   RmsNorm final_norm_{nullptr};

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include "core/memory/byte_size.h"
 
@@ -43,9 +44,17 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   if (!r.error.empty()) out << "\n  " << r.error;
   out << "\n\n";
   Row(out, "model", cfg.model.preset + " (" + std::to_string(s.parameters) + " parameters)");
-  Row(out, "batch", std::to_string(cfg.data.micro_batch_size) + " x " +
-                        std::to_string(cfg.data.accumulation_steps) + " accumulation, seq_len " +
-                        std::to_string(cfg.data.seq_len));
+  Row(out, "batch", std::to_string(r.data.micro_batch_size) + " x " +
+                        std::to_string(r.data.accumulation_steps) + " accumulation, seq_len " +
+                        std::to_string(r.data.seq_len));
+  std::string plugins;
+  for (const auto& p : r.plugins) {
+    if (p.slot == "callbacks") plugins += (plugins.empty() ? "" : ", ") + p.slot + "=" + p.name;
+  }
+  for (const auto& p : r.plugins) {
+    if (p.slot != "callbacks") plugins += (plugins.empty() ? "" : ", ") + p.slot + "=" + p.name;
+  }
+  Row(out, "strategies", plugins);
   Row(out, "device", cfg.device.type + ", " + std::to_string(r.environment.threads) +
                          " threads, budget " +
                          (cfg.device.memory_budget_bytes ? FormatBytes(*cfg.device.memory_budget_bytes)
@@ -104,12 +113,18 @@ nlohmann::json RunConfigToJson(const config::RunConfig& cfg) {
                 {"rms_norm_eps", l.rms_norm_eps},
                 {"tie_word_embeddings", l.tie_word_embeddings},
                 {"max_position_embeddings", l.max_position_embeddings}};
-  j["data"] = {{"path", cfg.data.path},
-               {"format", FormatName(cfg.data.format)},
-               {"seq_len", cfg.data.seq_len},
-               {"padding", cfg.data.padding == data::Padding::kLongest ? "longest" : "max_length"},
-               {"micro_batch_size", cfg.data.micro_batch_size},
-               {"accumulation_steps", cfg.data.accumulation_steps}};
+  j["data"] = {{"path", cfg.data.path}, {"format", FormatName(cfg.data.format)}};
+  j["strategies"] = nlohmann::json::array();
+  for (const auto& choice : cfg.strategies) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : choice.params.values()) {
+      std::visit([&params, &name = name](const auto& v) { params[name] = v; }, value);
+    }
+    j["strategies"].push_back({{"slot", choice.slot},
+                               {"plugin", choice.plugin},
+                               {"version", choice.version},
+                               {"params", params}});
+  }
   const auto& o = cfg.optimizer;
   j["optimizer"] = {{"lr", o.lr},         {"min_lr_ratio", o.min_lr_ratio},
                     {"lr_warmup_steps", o.lr_warmup_steps}, {"beta1", o.beta1},
@@ -129,6 +144,15 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
   j["status"] = train::RunStatusName(r.status);
   j["error"] = r.error;
   j["config"] = RunConfigToJson(cfg);
+  j["batches"] = {{"micro_batch_size", r.data.micro_batch_size},
+                  {"accumulation_steps", r.data.accumulation_steps},
+                  {"seq_len", r.data.seq_len},
+                  {"padding", r.data.padding == data::Padding::kLongest ? "longest" : "max_length"}};
+  j["plugins"] = nlohmann::json::array();
+  for (const auto& p : r.plugins) {
+    j["plugins"].push_back({{"slot", p.slot}, {"name", p.name}, {"version", p.version}});
+  }
+  j["plugin_metrics"] = r.plugin_metrics;
   const auto& e = r.environment;
   j["environment"] = {{"hostname", e.hostname},       {"cpu_model", e.cpu_model},
                       {"cores", e.cores},             {"threads", e.threads},

@@ -10,7 +10,7 @@
 
 #include "core/memory/tracking_allocator.h"
 #include "core/train/run_result.h"
-#include "core/train/stage.h"
+#include "memsweep/stage.h"
 
 namespace memsweep::train {
 

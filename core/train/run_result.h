@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/data/data_config.h"
 #include "core/env/environment.h"
 #include "core/memory/tracking_allocator.h"
 
@@ -73,6 +75,13 @@ struct RunSummary {
   double wall_seconds = 0.0;
 };
 
+// A plugin the run used.
+struct PluginUse {
+  std::string slot;
+  std::string name;
+  std::string version;
+};
+
 struct RunResult {
   RunStatus status = RunStatus::kOk;
   std::string error;
@@ -82,6 +91,9 @@ struct RunResult {
   MemoryBreakdown memory;
   RunSummary summary;
   env::EnvironmentInfo environment;
+  data::DataConfig data;  // as the batching strategy configured it
+  std::vector<PluginUse> plugins;
+  std::map<std::string, double> plugin_metrics;  // figures strategies recorded (summed)
 };
 
 }  // namespace memsweep::train

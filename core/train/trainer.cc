@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 
-#include "core/data/batcher.h"
 #include "core/env/environment.h"
 #include "core/env/gemm_backend.h"
 #include "core/env/gemm_calibration.h"
@@ -20,6 +19,7 @@
 #include "core/train/adamw.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_probe.h"
+#include "core/train/strategy_hooks.h"
 #include "core/train/summary.h"
 
 namespace memsweep::train {
@@ -47,9 +47,10 @@ class BudgetScope {
 // Everything a run allocates lives here, so that leaving Run() frees it all.
 struct RunState {
   model::LlamaModel model{nullptr};
-  std::unique_ptr<data::Batcher> batcher;
+  std::unique_ptr<data::BatchSource> batches;
   std::unique_ptr<AdamW> optimizer;
   LrSchedule schedule;
+  data::DataConfig data;  // as the batching strategy configured it
 };
 
 ModelState MeasureModelState(const RunState& state) {
@@ -70,38 +71,94 @@ std::string WithoutBacktrace(const c10::Error& error) {
   return error.what_without_backtrace();
 }
 
-void RunStages(const config::RunConfig& cfg, RunState& state, MemoryProbe& probe,
-               RunResult& result, const StepCallback& on_step) {
-  // environment
-  probe.Begin(Stage::kEnvironment, -1);
+// A stage boundary: the memory probe measures it, the strategies' hooks run inside it.
+class StageMarks {
+ public:
+  StageMarks(MemoryProbe& probe, const StrategyHooks& hooks, RunContext& context)
+      : probe_(probe), hooks_(hooks), context_(context) {}
+  void Begin(Stage stage, int64_t step) {
+    context_.step = step;
+    probe_.Begin(stage, step);
+    hooks_.Begin(stage, context_);
+    stage_ = stage;
+  }
+  void End() {
+    hooks_.End(stage_, context_);
+    probe_.End();
+  }
+
+ private:
+  MemoryProbe& probe_;
+  const StrategyHooks& hooks_;
+  RunContext& context_;
+  Stage stage_ = Stage::kEnvironment;
+};
+
+void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunState& state,
+               MemoryProbe& probe, RunResult& result, const StepCallback& on_step) {
+  const StrategyHooks hooks(strategies);
+  RunContext context;
+  context.config = &cfg;
+  context.tracker = &memory::TrackingAllocator::Instance();
+  context.record = [&result](const std::string& name, double value) {
+    result.plugin_metrics[name] += value;
+  };
+  StageMarks stages(probe, hooks, context);
+
+  // environment: the allocator slot's memory backend serves every tensor from here on.
+  stages.Begin(Stage::kEnvironment, -1);
+  auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>("allocator");
+  context.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
+                                         [&] { return allocator->MakeBackend(); }));
   result.environment = env::DescribeEnvironment();
   if (env::IsReferenceBlas(result.environment)) {
     spdlog::warn("fp32 GEMM runs on the reference BLAS ({}): training is 30-100x slower. Install "
                  "libopenblas0-openmp or set [device] gemm = \"onednn\".",
                  result.environment.blas_library);
   }
-  probe.End();
+  stages.End();
 
-  // model
-  probe.Begin(Stage::kModel, -1);
+  // model: attention and block execution come from their slots.
+  stages.Begin(Stage::kModel, -1);
   torch::manual_seed(cfg.experiment.seed);
   state.model = model::LlamaModel(cfg.model.llama);
-  probe.End();
+  context.model = state.model.get();
+  auto [attention, attention_plugin] = hooks.Get<AttentionStrategy>("attention");
+  model::AttentionFn attend =
+      CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });
+  const ActiveStrategy* attention_owner = attention_plugin;
+  state.model->SetAttention([attend, attention_owner](const at::Tensor& q, const at::Tensor& k,
+                                                      const at::Tensor& v,
+                                                      const model::AttentionInputs& inputs) {
+    return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
+  });
+  auto [checkpointing, checkpointing_plugin] = hooks.Get<CheckpointingStrategy>("checkpointing");
+  state.model->SetBlockRunner(CallPlugin(*checkpointing_plugin, "model",
+                                         [&] { return checkpointing->MakeBlockRunner(); }));
+  stages.End();
 
-  // data
-  probe.Begin(Stage::kData, -1);
-  state.batcher = std::make_unique<data::Batcher>(cfg.data, cfg.experiment.seed);
-  probe.End();
+  // data: the batching slot shapes the micro-batches, the packing slot fills them.
+  stages.Begin(Stage::kData, -1);
+  state.data = cfg.data;
+  auto [batching, batching_plugin] = hooks.Get<BatchingStrategy>("batching");
+  CallPlugin(*batching_plugin, "data", [&] { batching->ConfigureBatches(state.data); });
+  result.data = state.data;
+  auto [packing, packing_plugin] = hooks.Get<PackingStrategy>("packing");
+  state.batches = CallPlugin(*packing_plugin, "data", [&] {
+    return packing->MakeBatchSource(state.data, cfg.experiment.seed);
+  });
+  stages.End();
 
   // optimizer
-  probe.Begin(Stage::kOptimizer, -1);
+  stages.Begin(Stage::kOptimizer, -1);
   const config::OptimizerSection& o = cfg.optimizer;
   state.optimizer = std::make_unique<AdamW>(
       state.model->parameters(),
       AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
+  context.optimizer = state.optimizer.get();
   state.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg.experiment.steps, o.min_lr_ratio};
   probe.SetModelStateFn([&state] { return MeasureModelState(state); });
-  probe.End();
+  stages.End();
 
   for (int64_t step = 0; step < cfg.experiment.steps; ++step) {
     const auto step_start = Clock::now();
@@ -111,45 +168,59 @@ void RunStages(const config::RunConfig& cfg, RunState& state, MemoryProbe& probe
 
     // step_begin: learning rate and this step's micro-batches. The loss of every micro-batch is
     // divided by the real tokens of the whole step, so accumulation adds up to the full-batch loss.
-    probe.Begin(Stage::kStepBegin, step);
+    stages.Begin(Stage::kStepBegin, step);
     record.lr = state.schedule.At(step);
     state.optimizer->SetLearningRate(record.lr);
     std::vector<data::Batch> micro_batches;
-    for (int64_t i = 0; i < cfg.data.accumulation_steps; ++i) {
-      micro_batches.push_back(state.batcher->Next());
+    for (int64_t i = 0; i < state.data.accumulation_steps; ++i) {
+      micro_batches.push_back(state.batches->Next());
       record.tokens += micro_batches.back().real_tokens;
       record.positions += micro_batches.back().positions;
     }
-    probe.End();
+    stages.End();
 
-    for (data::Batch& batch : micro_batches) {
-      probe.Begin(Stage::kForward, step);
-      at::Tensor logits = state.model->forward(batch.input_ids, batch.position_ids);
-      at::Tensor loss = model::NextTokenLoss(logits, batch.targets, record.tokens);
-      logits = at::Tensor();
-      probe.End();
+    for (size_t i = 0; i < micro_batches.size(); ++i) {
+      data::Batch& batch = micro_batches[i];
+      context.micro_batch = static_cast<int64_t>(i);
+      context.batch = &batch;
+      at::Tensor loss;
+      context.loss = &loss;
 
-      probe.Begin(Stage::kBackward, step);
+      stages.Begin(Stage::kForward, step);
+      {
+        at::Tensor logits = state.model->forward(batch.input_ids, batch.position_ids,
+                                                 batch.segment_ids);
+        loss = model::NextTokenLoss(logits, batch.targets, record.tokens);
+      }
+      stages.End();
+
+      stages.Begin(Stage::kBackward, step);
       loss.backward();
       record.loss += loss.item<double>();
       loss = at::Tensor();
       batch = data::Batch();
-      probe.End();
+      stages.End();
+      context.batch = nullptr;
+      context.loss = nullptr;
     }
+    context.micro_batch = -1;
 
-    probe.Begin(Stage::kOptimizerStep, step);
+    stages.Begin(Stage::kOptimizerStep, step);
     record.grad_norm = ClipGradNorm(state.optimizer->Parameters(), cfg.optimizer.grad_clip);
     state.optimizer->Step();
-    probe.End();
+    stages.End();
 
-    probe.Begin(Stage::kStepEnd, step);
+    stages.Begin(Stage::kStepEnd, step);
     state.optimizer->ZeroGrad();
     record.seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
     record.peak_allocated_bytes = probe.StepPeak();
     result.steps.push_back(record);
     if (on_step) on_step(record);
-    probe.End();
+    stages.End();
   }
+
+  stages.Begin(Stage::kRunEnd, cfg.experiment.steps);
+  stages.End();
 }
 
 }  // namespace
@@ -163,7 +234,8 @@ const char* RunStatusName(RunStatus status) {
   return "failed";
 }
 
-Trainer::Trainer(config::RunConfig config) : config_(std::move(config)) {}
+Trainer::Trainer(config::RunConfig config, StrategySet strategies)
+    : config_(std::move(config)), strategies_(std::move(strategies)) {}
 
 RunResult Trainer::Run() {
   RunResult result;
@@ -174,14 +246,28 @@ RunResult Trainer::Run() {
   // so it runs outside the budget and before the run's memory accounting starts.
   env::SetThreads(config_.device.threads);
   env::SetGemmBackend(config_.device.gemm);
-  result.summary.peak_flops = env::CachedGemmPeakFlops(at::kFloat);
+  for (const auto& active : strategies_) {
+    result.plugins.push_back({active.slot, active.name, active.version});
+  }
+  c10::ScalarType compute_dtype = at::kFloat;
+  try {
+    auto [precision, precision_plugin] = StrategyHooks(strategies_).Get<PrecisionStrategy>("precision");
+    compute_dtype = CallPlugin(*precision_plugin, "environment",
+                               [&] { return precision->ComputeDtype(); });
+  } catch (const PluginError& e) {
+    result.status = RunStatus::kFailed;
+    result.error = e.what();
+    return result;
+  }
+  result.summary.peak_flops = env::CachedGemmPeakFlops(compute_dtype);
+  const std::shared_ptr<memory::MemoryBackend> previous_backend = tracker.BackendPtr();
   {
     BudgetScope budget(tracker, config_.device.memory_budget_bytes);
     MemoryProbe probe(tracker, result);
     {
       RunState state;
       try {
-        RunStages(config_, state, probe, result, on_step_);
+        RunStages(config_, strategies_, state, probe, result, on_step_);
       } catch (const c10::OutOfMemoryError& e) {
         result.status = RunStatus::kOom;
         result.error = WithoutBacktrace(e);
@@ -195,14 +281,14 @@ RunResult Trainer::Run() {
       }
       if (state.optimizer) state.optimizer->ZeroGrad();  // an OOM in backward may leave grads
     }  // the model, data and optimizer state are freed here
-
-    probe.Begin(Stage::kRunEnd, static_cast<int64_t>(result.steps.size()));
-    probe.End();
     probe.Finish();
   }
-  FillThroughput(result.steps, config_.experiment.warmup_steps, config_.data.micro_batch_size *
-                 config_.data.accumulation_steps, config_.model.llama, result.summary.peak_flops,
-                 result.summary);
+  // Cached blocks go back to the device, and the next run starts on the previous backend.
+  tracker.EmptyCache();
+  tracker.SetBackend(previous_backend);
+  FillThroughput(result.steps, config_.experiment.warmup_steps,
+                 result.data.micro_batch_size * result.data.accumulation_steps,
+                 config_.model.llama, result.summary.peak_flops, result.summary);
   result.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

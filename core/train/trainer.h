@@ -1,27 +1,30 @@
 // Trainer: one training run of a RunConfig, measured. The loop reads top to bottom like llm.c's
 // training step, with each named stage (stage.h) marked where it begins and ends:
 //
-//   environment   threads, GEMM path, device budget, GEMM calibration
-//   model         build the Llama decoder (seeded)
-//   data          load and tokenize the corpus, set up batching
+//   environment   threads, GEMM path, device budget, memory backend (allocator slot)
+//   model         build the Llama decoder (seeded); attention and block runner from their slots
+//   data          batch shape (batching slot), batch source (packing slot)
 //   optimizer     AdamW + warm-up/cosine schedule
 //   per step:     step_begin (lr, next micro-batches) → forward/backward per micro-batch →
 //                 optimizer_step (clip, update, zero grads) → step_end (record)
 //   run_end       summary
 //
+// Every strategy's hooks run at the beginning and end of each stage (memsweep/strategy.h).
 // An allocation beyond the device budget ends the run with status "oom" (not an exception):
 // the result names the stage and the failed request, and all of the run's memory is released
-// before Run returns.
+// before Run returns. An exception from a strategy ends it with status "failed", naming the
+// plugin.
 //
-//   Trainer trainer(config);
+//   Trainer trainer(config, config::InstantiateStrategies(config));
 //   RunResult result = trainer.Run();
 #pragma once
 
 #include <functional>
 
 #include "core/config/run_config.h"
+#include "core/train/active_strategy.h"
 #include "core/train/run_result.h"
-#include "core/train/stage.h"
+#include "memsweep/stage.h"
 
 namespace memsweep::train {
 
@@ -30,7 +33,7 @@ using StepCallback = std::function<void(const StepRecord&)>;
 
 class Trainer {
  public:
-  explicit Trainer(config::RunConfig config);
+  Trainer(config::RunConfig config, StrategySet strategies);
 
   void OnStep(StepCallback callback) { on_step_ = std::move(callback); }
   // Runs the whole configuration. Budget OOMs give status kOom, other errors kFailed.
@@ -38,6 +41,7 @@ class Trainer {
 
  private:
   config::RunConfig config_;
+  StrategySet strategies_;
   StepCallback on_step_;
 };
 

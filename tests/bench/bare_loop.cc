@@ -7,6 +7,8 @@
 
 #include <chrono>
 
+#include "attention/eager/eager_attention.h"
+#include "core/config/strategy_resolver.h"
 #include "core/data/batcher.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/model/llama.h"
@@ -17,10 +19,12 @@ namespace memsweep::bench {
 BareLoopResult RunBareLoop(const config::RunConfig& cfg) {
   c10::SetCPUAllocator(c10::GetDefaultCPUAllocator(), 255);
   BareLoopResult result;
+  const data::DataConfig data = config::EffectiveDataConfig(cfg);
   {
     torch::manual_seed(cfg.experiment.seed);
     model::LlamaModel model(cfg.model.llama);
-    data::Batcher batcher(cfg.data, cfg.experiment.seed);
+    model->SetAttention(plugins::EagerCausalAttention);
+    data::Batcher batcher(data, cfg.experiment.seed);
     const auto& o = cfg.optimizer;
     torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(o.lr)
                                                            .betas({o.beta1, o.beta2})
@@ -33,7 +37,7 @@ BareLoopResult RunBareLoop(const config::RunConfig& cfg) {
       for (auto& group : optimizer.param_groups()) group.options().set_lr(schedule.At(step));
       std::vector<data::Batch> batches;
       int64_t tokens = 0;
-      for (int64_t i = 0; i < cfg.data.accumulation_steps; ++i) {
+      for (int64_t i = 0; i < data.accumulation_steps; ++i) {
         batches.push_back(batcher.Next());
         tokens += batches.back().real_tokens;
       }

@@ -91,21 +91,20 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   // 3 + 4. training step, memsweep loop vs bare loop, interleaved rounds on identical batches.
-  config::RunConfig cfg = testing_support::TinyRun(steps);
-  cfg.model.preset = "small";
-  cfg.model.llama = *model::LlamaPreset("small");
-  cfg.data.seq_len = seq_len;
-  cfg.data.micro_batch_size = batch;
-  cfg.data.padding = data::Padding::kMaxLength;  // identical work every step
-  cfg.experiment.warmup_steps = 2;
-  cfg.device.threads = threads;
+  // max_length padding: identical work every step.
+  const config::RunConfig cfg = testing_support::TinyRun(
+      steps, {"model.preset=small", "experiment.warmup_steps=2",
+              "device.threads=" + std::to_string(threads),
+              "strategies.batching.seq_len=" + std::to_string(seq_len),
+              "strategies.batching.micro_batch_size=" + std::to_string(batch),
+              "strategies.batching.padding=max_length"});
   std::printf("[train] small preset (%lld parameters), fp32, %d x %d tokens per step, %d steps "
               "(2 warm-up), %d rounds\n",
               static_cast<long long>(cfg.model.llama.ParameterCount()), batch, seq_len, steps,
               rounds);
   std::vector<double> ratios, min_ratios;
   for (int round = 0; round < rounds; ++round) {
-    const train::RunResult run = train::Trainer(cfg).Run();
+    const train::RunResult run = testing_support::Train(cfg);
     std::vector<double> ms_steps;
     for (size_t i = 2; i < run.steps.size(); ++i) ms_steps.push_back(run.steps[i].seconds);
     const bench::BareLoopResult bare = bench::RunBareLoop(cfg);

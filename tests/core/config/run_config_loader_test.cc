@@ -1,4 +1,5 @@
 #include "core/config/run_config_loader.h"
+#include "core/config/strategy_resolver.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +31,7 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
   const RunConfig cfg = ParseRunConfig(
       "[experiment]\nname = \"x\"\nsteps = 7\nseed = 9\n"
       "[model]\npreset = \"small\"\nnum_hidden_layers = 2\n" + kData +
-          "seq_len = 64\npadding = \"max_length\"\nmicro_batch_size = 3\n"
+          "[strategies.batching]\nseq_len = 64\npadding = \"max_length\"\nmicro_batch_size = 3\n"
           "[optimizer]\nlr = 1\n[device]\nthreads = 1\nmemory_budget = \"2GiB\"\ngemm = \"blas\"\n",
       kSource);
   EXPECT_EQ(cfg.experiment.name, "x");
@@ -39,15 +40,19 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
   EXPECT_EQ(cfg.model.llama.hidden_size, 512);
   EXPECT_EQ(cfg.model.llama.num_hidden_layers, 2);
   EXPECT_EQ(cfg.data.path, SourcePath("experiments/data/devils-dictionary.jsonl"));
-  EXPECT_EQ(cfg.data.padding, data::Padding::kMaxLength);
-  EXPECT_EQ(cfg.data.micro_batch_size, 3);
+  const data::DataConfig batches = EffectiveDataConfig(cfg);
+  EXPECT_EQ(batches.padding, data::Padding::kMaxLength);
+  EXPECT_EQ(batches.micro_batch_size, 3);
+  ASSERT_EQ(cfg.strategies.size(), 7u);
+  EXPECT_EQ(cfg.strategies[4].slot, "batching");
+  EXPECT_EQ(cfg.strategies[4].params.Int("seq_len"), 64);
   EXPECT_DOUBLE_EQ(cfg.optimizer.lr, 1.0);
   EXPECT_EQ(cfg.device.memory_budget_bytes, 2LL << 30);
   EXPECT_EQ(cfg.device.gemm, env::GemmBackend::kSystemBlas);
 }
 
 TEST(RunConfigLoaderTest, MalformedTomlNamesFileLineAndColumn) {
-  const std::string error = ErrorOf(kData + "seq_len = = 3\n");
+  const std::string error = ErrorOf(kData + "format = = 3\n");
   EXPECT_EQ(error.rfind(kSource + ":3:", 0), 0u) << error;
   EXPECT_NE(error.find("TOML syntax error"), std::string::npos) << error;
 }
@@ -78,21 +83,24 @@ TEST(RunConfigLoaderTest, ImpossibleConfigurationsSayWhatToChange) {
             std::string::npos);
   EXPECT_NE(ErrorOf(kData + "[device]\nmemory_budget = \"lots\"\n").find("must be a size"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(kData + "padding = \"left\"\n").find("is not one of: longest, max_length"),
+  EXPECT_NE(ErrorOf(kData + "[strategies.batching]\npadding = \"left\"\n")
+                .find("is not one of: longest, max_length"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kData + "[device]\ntype = \"cuda\"\n").find("without CUDA"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(kData + "seq_len = 5000\n").find("exceeds [model] max_position_embeddings"),
+  EXPECT_NE(ErrorOf(kData + "[strategies.batching]\nseq_len = 5000\n")
+                .find("exceeds [model] max_position_embeddings"),
             std::string::npos);
 }
 
 TEST(RunConfigLoaderTest, SetOverridesApplyBeforeValidation) {
-  const RunConfig cfg = ParseRunConfig(kData, kSource, {"data.seq_len=32", "experiment.name=abc",
-                                                        "device.memory_budget=\"1GiB\""});
-  EXPECT_EQ(cfg.data.seq_len, 32);
+  const RunConfig cfg =
+      ParseRunConfig(kData, kSource, {"strategies.batching.seq_len=32", "experiment.name=abc",
+                                      "device.memory_budget=\"1GiB\""});
+  EXPECT_EQ(EffectiveDataConfig(cfg).seq_len, 32);
   EXPECT_EQ(cfg.experiment.name, "abc");
   EXPECT_EQ(cfg.device.memory_budget_bytes, 1LL << 30);
-  EXPECT_NE(ErrorOf(kData, {"data.seq_len=abc"}).find("seq_len must be an integer"),
+  EXPECT_NE(ErrorOf(kData, {"strategies.batching.seq_len=abc"}).find("seq_len must be an integer"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kData, {"model.nope=1"}).find("unknown key 'nope'"), std::string::npos);
 }

@@ -7,10 +7,19 @@
 #include <cmath>
 
 #include "core/data/batch.h"
+#include "attention/eager/eager_attention.h"
 #include "core/model/attention.h"
 
 namespace memsweep::model {
 namespace {
+
+using plugins::EagerCausalAttention;
+
+LlamaModel TinyModel() {
+  LlamaModel model(*LlamaPreset("tiny"));
+  model->SetAttention(EagerCausalAttention);
+  return model;
+}
 
 at::Tensor Positions(int64_t b, int64_t t) {
   return at::arange(t, at::kLong).unsqueeze(0).expand({b, t}).contiguous();
@@ -18,7 +27,7 @@ at::Tensor Positions(int64_t b, int64_t t) {
 
 TEST(LlamaModelTest, ProducesLogitsOfTheRightShape) {
   torch::manual_seed(0);
-  LlamaModel model(*LlamaPreset("tiny"));
+  LlamaModel model = TinyModel();
   const at::Tensor ids = at::randint(0, 259, {2, 9}, at::kLong);
   const at::Tensor logits = model->forward(ids, Positions(2, 9));
   EXPECT_EQ(logits.sizes(), (at::IntArrayRef{2, 9, 512}));
@@ -26,7 +35,7 @@ TEST(LlamaModelTest, ProducesLogitsOfTheRightShape) {
 
 TEST(LlamaModelTest, IsCausal) {
   torch::manual_seed(0);
-  LlamaModel model(*LlamaPreset("tiny"));
+  LlamaModel model = TinyModel();
   at::Tensor ids = at::randint(0, 259, {1, 12}, at::kLong);
   const at::Tensor before = model->forward(ids, Positions(1, 12));
   ids[0][8] = (ids[0][8].item<int64_t>() + 1) % 259;
@@ -49,9 +58,9 @@ TEST(AttentionTest, GroupedQueryHeadsMatchExplicitlyRepeatedHeads) {
   const at::Tensor q = at::randn({2, 4, 6, 8});
   const at::Tensor k = at::randn({2, 2, 6, 8});
   const at::Tensor v = at::randn({2, 2, 6, 8});
-  const at::Tensor grouped = EagerCausalAttention(q, k, v);
+  const at::Tensor grouped = EagerCausalAttention(q, k, v, {});
   const at::Tensor repeated =
-      EagerCausalAttention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1));
+      EagerCausalAttention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), {});
   EXPECT_TRUE(at::allclose(grouped, repeated, 1e-6, 1e-6));
   // First query position attends only to the first key: output is that key's value.
   EXPECT_TRUE(at::allclose(grouped.select(2, 0), v.repeat_interleave(2, 1).select(2, 0)));
@@ -68,7 +77,7 @@ TEST(AttentionTest, EagerMatchesAFloat64Reference) {
       expected[0][h][i] = at::mv(v[0][h].narrow(0, 0, i + 1).t(), at::softmax(scores, 0));
     }
   }
-  EXPECT_TRUE(at::allclose(EagerCausalAttention(q, k, v), expected, 1e-10, 1e-10));
+  EXPECT_TRUE(at::allclose(EagerCausalAttention(q, k, v, {}), expected, 1e-10, 1e-10));
 }
 
 TEST(NextTokenLossTest, SumsRealTokensAndDividesByTheNormalizer) {

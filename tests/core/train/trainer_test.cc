@@ -9,6 +9,7 @@ namespace memsweep::train {
 namespace {
 
 using testing_support::TinyRun;
+using testing_support::Train;
 
 std::vector<double> Losses(const RunResult& result) {
   std::vector<double> losses;
@@ -17,10 +18,8 @@ std::vector<double> Losses(const RunResult& result) {
 }
 
 TEST(TrainerTest, LossDecreasesOnTheBundledCorpus) {
-  config::RunConfig cfg = TinyRun(30);
-  cfg.data.seq_len = 128;
-  cfg.data.micro_batch_size = 8;
-  const RunResult result = Trainer(cfg).Run();
+  const RunResult result = Train(TinyRun(30, {"strategies.batching.seq_len=128",
+                                               "strategies.batching.micro_batch_size=8"}));
   ASSERT_EQ(result.status, RunStatus::kOk) << result.error;
   ASSERT_EQ(result.steps.size(), 30u);
   double first = 0, last = 0;
@@ -31,22 +30,19 @@ TEST(TrainerTest, LossDecreasesOnTheBundledCorpus) {
 }
 
 TEST(TrainerTest, SameSeedGivesBitwiseIdenticalLosses) {
-  const RunResult a = Trainer(TinyRun(5)).Run();
-  const RunResult b = Trainer(TinyRun(5)).Run();
+  const RunResult a = Train(TinyRun(5));
+  const RunResult b = Train(TinyRun(5));
   ASSERT_EQ(a.status, RunStatus::kOk) << a.error;
   EXPECT_EQ(Losses(a), Losses(b));  // exact, not approximate
-  config::RunConfig other = TinyRun(5);
-  other.experiment.seed = 43;
-  EXPECT_NE(Losses(Trainer(other).Run()), Losses(a));
+  EXPECT_NE(Losses(Train(TinyRun(5, {"experiment.seed=43"}))), Losses(a));
 }
 
 TEST(TrainerTest, ModelStateCategoriesEqualClosedFormSums) {
   for (const char* preset : {"tiny", "small"}) {
-    config::RunConfig cfg = TinyRun(1);
-    cfg.model.llama = *model::LlamaPreset(preset);
-    cfg.data.seq_len = 16;
-    cfg.data.micro_batch_size = 1;
-    const RunResult result = Trainer(cfg).Run();
+    const config::RunConfig cfg =
+        TinyRun(1, {std::string("model.preset=") + preset, "strategies.batching.seq_len=16",
+                    "strategies.batching.micro_batch_size=1"});
+    const RunResult result = Train(cfg);
     ASSERT_EQ(result.status, RunStatus::kOk) << result.error;
     const int64_t n = cfg.model.llama.ParameterCount();
     EXPECT_EQ(result.memory.params_bytes, 4 * n) << preset;
@@ -60,10 +56,9 @@ TEST(TrainerTest, ModelStateCategoriesEqualClosedFormSums) {
 
 TEST(TrainerTest, SavedActivationsGrowLinearlyWithBatchRows) {
   auto saved = [](int64_t rows) {
-    config::RunConfig cfg = TinyRun(1);
-    cfg.data.padding = data::Padding::kMaxLength;
-    cfg.data.micro_batch_size = rows;
-    return Trainer(cfg).Run().memory.saved_activations_bytes;
+    return Train(TinyRun(1, {"strategies.batching.padding=max_length",
+                             "strategies.batching.micro_batch_size=" + std::to_string(rows)}))
+        .memory.saved_activations_bytes;
   };
   const int64_t one = saved(1), two = saved(2), four = saved(4);
   ASSERT_GT(one, 0);
@@ -73,11 +68,14 @@ TEST(TrainerTest, SavedActivationsGrowLinearlyWithBatchRows) {
 TEST(TrainerTest, BudgetOomIsAResultAndMemoryReturnsToBaseline) {
   auto& tracker = memory::TrackingAllocator::Instance();
   const int64_t baseline = tracker.AllocatedBytes();
-  config::RunConfig big = TinyRun(2);
-  big.data.padding = data::Padding::kMaxLength;
-  big.data.micro_batch_size = 16;
-  big.device.memory_budget_bytes = 8LL << 20;
-  const RunResult oom = Trainer(big).Run();
+  const std::vector<std::string> budget = {"strategies.batching.padding=max_length",
+                                           "device.memory_budget=\"8MiB\""};
+  auto with = [&budget](const std::string& rows) {
+    std::vector<std::string> overrides = budget;
+    overrides.push_back("strategies.batching.micro_batch_size=" + rows);
+    return TinyRun(2, overrides);
+  };
+  const RunResult oom = Train(with("16"));
   ASSERT_EQ(oom.status, RunStatus::kOom) << oom.error;
   ASSERT_TRUE(oom.oom.has_value());
   EXPECT_TRUE(oom.oom->stage == "forward" || oom.oom->stage == "backward") << oom.oom->stage;
@@ -86,28 +84,24 @@ TEST(TrainerTest, BudgetOomIsAResultAndMemoryReturnsToBaseline) {
   EXPECT_EQ(tracker.AllocatedBytes(), baseline);
   EXPECT_FALSE(tracker.Budget().has_value());  // the run's budget does not outlive it
 
-  config::RunConfig smaller = big;
-  smaller.data.micro_batch_size = 1;
-  const RunResult ok = Trainer(smaller).Run();
+  const RunResult ok = Train(with("1"));
   EXPECT_EQ(ok.status, RunStatus::kOk) << ok.error;
   EXPECT_LE(ok.memory.peak_allocated_bytes, 8LL << 20);
   EXPECT_EQ(tracker.AllocatedBytes(), baseline);
 }
 
 TEST(TrainerTest, AccumulationMatchesOneLargeBatch) {
-  config::RunConfig whole = TinyRun(4);
-  whole.data.micro_batch_size = 8;
-  config::RunConfig split = whole;
-  split.data.micro_batch_size = 1;
-  split.data.accumulation_steps = 8;
-  const auto a = Losses(Trainer(whole).Run());
-  const auto b = Losses(Trainer(split).Run());
+  const auto a = Losses(Train(TinyRun(4, {"strategies.batching.micro_batch_size=8"})));
+  const auto b = Losses(Train(TinyRun(4, {"strategies.batching.micro_batch_size=1",
+                                          "strategies.batching.accumulation_steps=8"})));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 * a[i]) << "step " << i;
 }
 
 TEST(TrainerTest, RecordsThroughputAndTimeline) {
-  const RunResult r = Trainer(TinyRun(4)).Run();
+  auto& tracker = memory::TrackingAllocator::Instance();
+  const int64_t baseline = tracker.AllocatedBytes();
+  const RunResult r = Train(TinyRun(4));
   ASSERT_EQ(r.status, RunStatus::kOk);
   EXPECT_EQ(r.summary.measured_steps, 3);
   EXPECT_GT(r.summary.tokens_per_s, 0);
@@ -119,7 +113,10 @@ TEST(TrainerTest, RecordsThroughputAndTimeline) {
   for (const auto& point : r.timeline) forwards += std::string(point.stage) == "forward";
   EXPECT_EQ(forwards, 4);
   EXPECT_EQ(std::string(r.timeline.back().stage), "run_end");
-  EXPECT_EQ(r.timeline.back().allocated_bytes, 0);
+  EXPECT_EQ(tracker.AllocatedBytes(), baseline);
+  ASSERT_EQ(r.plugins.size(), 7u);  // one per slot, no callbacks
+  EXPECT_EQ(r.plugins.front().slot, "allocator");
+  EXPECT_EQ(r.plugins.front().name, "default");
 }
 
 }  // namespace

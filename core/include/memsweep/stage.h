@@ -1,6 +1,6 @@
 // The named stages of a memsweep training run, in the order the loop enters them. Strategy
-// plugins hang on these names; memory figures (timeline, per-phase peaks, OOM reports) are
-// labelled with them.
+// plugins hook on these names (strategy.h); memory figures (timeline, per-phase peaks, OOM
+// reports) are labelled with them.
 //
 //   environment → model → data → optimizer →
 //     [ step_begin → (forward → backward) × accumulation → optimizer_step → step_end ] × steps
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace memsweep::train {
+namespace memsweep {
 
 enum class Stage : uint8_t {
   kEnvironment,
@@ -28,4 +28,9 @@ enum class Stage : uint8_t {
 // "optimizer_step", "step_end", "run_end": static strings.
 const char* StageName(Stage stage);
 
+}  // namespace memsweep
+
+namespace memsweep::train {
+using memsweep::Stage;
+using memsweep::StageName;
 }  // namespace memsweep::train

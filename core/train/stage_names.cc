@@ -1,6 +1,6 @@
-#include "core/train/stage.h"
+#include "memsweep/stage.h"
 
-namespace memsweep::train {
+namespace memsweep {
 
 const char* StageName(Stage stage) {
   switch (stage) {
@@ -18,4 +18,4 @@ const char* StageName(Stage stage) {
   return "unknown";
 }
 
-}  // namespace memsweep::train
+}  // namespace memsweep

@@ -1,0 +1,166 @@
+#include "core/config/strategy_resolver.h"
+
+#include <filesystem>
+
+#include "core/config/config_error.h"
+#include "core/config/toml_reader.h"
+#include "core/plugin/param_validation.h"
+#include "core/plugin/plugin_registry.h"
+
+namespace memsweep::config {
+namespace fs = std::filesystem;
+namespace {
+
+std::string Available(const plugin::PluginRegistry& registry, const std::string& slot) {
+  std::string names;
+  for (const auto* lib : registry.InSlot(slot)) names += (names.empty() ? "" : ", ") + lib->name();
+  return names.empty() ? "none installed" : names;
+}
+
+StrategyChoice Choose(const plugin::PluginRegistry& registry, const std::string& slot,
+                      const toml::table* table, const std::string& source,
+                      const std::string& section) {
+  static const toml::table kEmpty;
+  const toml::table& t = table != nullptr ? *table : kEmpty;
+  const plugin::PluginLibrary* library = nullptr;
+  if (const toml::node* name = t.get("plugin")) {
+    if (!name->is_string()) {
+      throw ConfigError(Where(source, name->source()) + section + " plugin must be a string");
+    }
+    library = registry.Find(slot, name->as_string()->get());
+    if (library == nullptr) {
+      throw ConfigError(Where(source, name->source()) + section + " plugin = \"" +
+                        name->as_string()->get() + "\" is not a known " + slot +
+                        " plugin; available: " + Available(registry, slot) +
+                        " (memsweep plugins lists them, with any that failed to load)");
+    }
+  } else {
+    library = registry.DefaultFor(slot);
+    if (library == nullptr) {
+      throw ConfigError(Where(source, t.source()) + section + ": no plugin chosen and slot '" +
+                        slot + "' has no default plugin installed; available: " +
+                        Available(registry, slot));
+    }
+  }
+  StrategyChoice choice;
+  choice.slot = slot;
+  choice.plugin = library->name();
+  choice.version = library->version();
+  choice.params = plugin::ValidateParams(*library, t, source, section);
+  return choice;
+}
+
+}  // namespace
+
+void ReadPluginPaths(const std::string& source, const toml::table& table,
+                     std::vector<std::string>& paths) {
+  TableReader reader(source, "[plugins]", table, {"paths"});
+  const toml::node* node = table.get("paths");
+  if (node == nullptr) return;
+  if (!node->is_array()) throw ConfigError(reader.At("paths") + " must be an array of paths");
+  for (const toml::node& item : *node->as_array()) {
+    if (!item.is_string()) {
+      throw ConfigError(Where(source, item.source()) + "[plugins] paths entries must be strings");
+    }
+    fs::path path(item.as_string()->get());
+    if (path.is_relative() && !source.empty()) path = fs::path(source).parent_path() / path;
+    if (!fs::exists(path)) {
+      throw ConfigError(Where(source, item.source()) + "[plugins] path '" + path.string() +
+                        "' does not exist");
+    }
+    paths.push_back(path.lexically_normal().string());
+  }
+}
+
+void ResolveStrategies(const toml::table& root, const std::string& source, RunConfig& cfg) {
+  plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
+  for (const auto& path : cfg.plugin_paths) {
+    const size_t failures_before = registry.Failures().size();
+    registry.LoadPath(path);
+    if (registry.Failures().size() > failures_before) {
+      throw ConfigError(source + ": [plugins] " + registry.Failures().back().reason);
+    }
+  }
+  static const toml::table kEmpty;
+  const toml::node* node = root.get("strategies");
+  if (node != nullptr && !node->is_table()) {
+    throw ConfigError(Where(source, node->source()) + "strategies must be a table");
+  }
+  const toml::table& strategies = node != nullptr ? *node->as_table() : kEmpty;
+  std::vector<std::string> slots = SlotNames();
+  TableReader(source, "[strategies]", strategies, slots);  // rejects unknown slots
+
+  cfg.strategies.clear();
+  for (const auto& slot : slots) {
+    if (slot == "callbacks") continue;
+    const toml::node* table = strategies.get(slot);
+    if (table != nullptr && !table->is_table()) {
+      throw ConfigError(Where(source, table->source()) + "[strategies." + slot +
+                        "] must be a table");
+    }
+    cfg.strategies.push_back(Choose(registry, slot, table ? table->as_table() : nullptr, source,
+                                    "[strategies." + slot + "]"));
+  }
+  const toml::node* callbacks = strategies.get("callbacks");
+  if (callbacks == nullptr) return;
+  std::vector<const toml::table*> tables;
+  if (callbacks->is_table()) tables.push_back(callbacks->as_table());
+  if (callbacks->is_array()) {
+    for (const toml::node& item : *callbacks->as_array()) {
+      if (!item.is_table()) {
+        throw ConfigError(Where(source, item.source()) +
+                          "[[strategies.callbacks]] entries must be tables");
+      }
+      tables.push_back(item.as_table());
+    }
+  }
+  if (tables.empty()) {
+    throw ConfigError(Where(source, callbacks->source()) +
+                      "strategies.callbacks must be tables: [[strategies.callbacks]]");
+  }
+  for (const toml::table* table : tables) {
+    if (!table->contains("plugin")) {
+      throw ConfigError(Where(source, table->source()) +
+                        "[[strategies.callbacks]] needs plugin = \"<name>\"; available: " +
+                        Available(registry, "callbacks"));
+    }
+    cfg.strategies.push_back(Choose(registry, "callbacks", table, source,
+                                    "[[strategies.callbacks]]"));
+  }
+}
+
+train::StrategySet InstantiateStrategies(const RunConfig& cfg) {
+  plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
+  for (const auto& path : cfg.plugin_paths) registry.LoadPath(path);
+  train::StrategySet set;
+  for (const auto& choice : cfg.strategies) {
+    const plugin::PluginLibrary* library = registry.Find(choice.slot, choice.plugin);
+    if (library == nullptr) {
+      throw ConfigError("plugin '" + choice.plugin + "' (" + choice.slot + ") is not loaded");
+    }
+    set.push_back({choice.slot, choice.plugin, library->version(), library->Create(choice.params)});
+  }
+  return set;
+}
+
+data::DataConfig EffectiveDataConfig(const RunConfig& cfg) {
+  data::DataConfig data = cfg.data;
+  plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
+  for (const auto& choice : cfg.strategies) {
+    if (choice.slot != "batching") continue;
+    const plugin::PluginLibrary* library = registry.Find(choice.slot, choice.plugin);
+    if (library == nullptr) continue;
+    try {
+      std::shared_ptr<Strategy> made = library->Create(choice.params);
+      if (auto* batching = dynamic_cast<BatchingStrategy*>(made.get())) {
+        batching->ConfigureBatches(data);
+      }
+    } catch (const std::exception& e) {
+      throw ConfigError((cfg.source.empty() ? std::string("config") : cfg.source) +
+                        ": [strategies.batching] " + e.what());
+    }
+  }
+  return data;
+}
+
+}  // namespace memsweep::config

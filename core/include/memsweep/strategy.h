@@ -1,0 +1,121 @@
+// Strategy interfaces: what a plugin implements for its slot, and what it sees at each stage.
+//
+// Every strategy gets the stage hooks (OnStageBegin / OnStageEnd) with a RunContext; each slot
+// adds the capability the training loop asks that slot for:
+//
+//   slot           interface              asked for
+//   allocator      AllocatorStrategy      the memory backend behind the tracking allocator
+//   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
+//   packing        PackingStrategy        the source of micro-batches (documents → rows)
+//   precision      PrecisionStrategy      the compute dtype (hooks do autocast, casts, scaling)
+//   attention      AttentionStrategy      the attention core (AttentionFn)
+//   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
+//   sharding       ShardingStrategy       stage hooks only (gradient and state partitioning)
+//   callbacks      CallbackStrategy       stage hooks only; zero or more per run
+//
+// Hooks run in slot order (as listed) at a stage's beginning and in reverse order at its end.
+// Exceptions thrown by a strategy are caught by the host and reported with the plugin's name;
+// c10::OutOfMemoryError passes through as a budget OOM.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/data/batch_source.h"
+#include "core/data/data_config.h"
+#include "core/memory/memory_backend.h"
+#include "core/memory/tracking_allocator.h"
+#include "core/model/llama.h"
+#include "memsweep/stage.h"
+
+namespace memsweep {
+
+namespace config {
+struct RunConfig;
+}
+namespace train {
+class AdamW;
+}
+
+enum class Slot : uint8_t {
+  kAllocator,
+  kSharding,
+  kPrecision,
+  kPacking,
+  kBatching,
+  kAttention,
+  kCheckpointing,
+  kCallbacks,
+};
+
+// Slot names as written in experiment files ("allocator", ...), in hook order.
+const std::vector<std::string>& SlotNames();
+const char* SlotName(Slot slot);
+bool ParseSlot(const std::string& name, Slot& slot);
+
+// What a strategy sees at a stage. Pointers are null where they do not apply yet.
+struct RunContext {
+  const config::RunConfig* config = nullptr;
+  model::LlamaModelImpl* model = nullptr;
+  train::AdamW* optimizer = nullptr;
+  memory::TrackingAllocator* tracker = nullptr;
+  int64_t step = -1;         // optimizer step, from 0
+  int64_t micro_batch = -1;  // index within the step, for forward/backward
+  data::Batch* batch = nullptr;
+  at::Tensor* loss = nullptr;  // after forward
+  // Records a figure of the strategy's own (seconds spent, bytes released ...). Figures with the
+  // same name add up over the run; they are stored with the run's results.
+  std::function<void(const std::string& name, double value)> record;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy();
+  virtual void OnStageBegin(Stage stage, RunContext& context);
+  virtual void OnStageEnd(Stage stage, RunContext& context);
+  // True when the strategy leaves the training math unchanged (loss-equivalence checks).
+  virtual bool MathPreserving() const;
+};
+
+class AllocatorStrategy : public Strategy {
+ public:
+  virtual std::shared_ptr<memory::MemoryBackend> MakeBackend() = 0;
+};
+
+class BatchingStrategy : public Strategy {
+ public:
+  // Sets micro_batch_size, accumulation_steps, seq_len and padding.
+  virtual void ConfigureBatches(data::DataConfig& config) = 0;
+};
+
+class PackingStrategy : public Strategy {
+ public:
+  virtual std::unique_ptr<data::BatchSource> MakeBatchSource(const data::DataConfig& config,
+                                                             uint64_t seed) = 0;
+};
+
+class PrecisionStrategy : public Strategy {
+ public:
+  // The dtype the GEMMs run in: the GEMM calibration (MFU) measures this dtype.
+  virtual c10::ScalarType ComputeDtype() const = 0;
+};
+
+class AttentionStrategy : public Strategy {
+ public:
+  virtual model::AttentionFn MakeAttention() = 0;
+};
+
+class CheckpointingStrategy : public Strategy {
+ public:
+  virtual model::BlockRunner MakeBlockRunner() = 0;
+};
+
+class ShardingStrategy : public Strategy {};
+class CallbackStrategy : public Strategy {};
+
+}  // namespace memsweep

@@ -1,0 +1,58 @@
+// Out-of-line members of the SDK interfaces (strategy.h, plugin.h, plugin_params.h), so that
+// their type information lives once, in libmemsweep.
+#include "memsweep/strategy.h"
+
+#include <stdexcept>
+
+#include "memsweep/plugin.h"
+#include "memsweep/plugin_params.h"
+
+namespace memsweep {
+
+Strategy::~Strategy() = default;
+void Strategy::OnStageBegin(Stage, RunContext&) {}
+void Strategy::OnStageEnd(Stage, RunContext&) {}
+bool Strategy::MathPreserving() const { return true; }
+PluginRegistrar::~PluginRegistrar() = default;
+
+const std::vector<std::string>& SlotNames() {
+  static const std::vector<std::string> kNames = {"allocator", "sharding",  "precision",
+                                                  "packing",   "batching",  "attention",
+                                                  "checkpointing", "callbacks"};
+  return kNames;
+}
+
+const char* SlotName(Slot slot) { return SlotNames()[static_cast<size_t>(slot)].c_str(); }
+
+bool ParseSlot(const std::string& name, Slot& slot) {
+  const auto& names = SlotNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) {
+      slot = static_cast<Slot>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+const PluginParams::Value& PluginParams::Get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::out_of_range("plugin parameter '" + name + "' not set");
+  return it->second;
+}
+
+int64_t PluginParams::Int(const std::string& name) const { return std::get<int64_t>(Get(name)); }
+
+double PluginParams::Float(const std::string& name) const {
+  const Value& v = Get(name);
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  return std::get<double>(v);
+}
+
+bool PluginParams::Bool(const std::string& name) const { return std::get<bool>(Get(name)); }
+
+const std::string& PluginParams::String(const std::string& name) const {
+  return std::get<std::string>(Get(name));
+}
+
+}  // namespace memsweep

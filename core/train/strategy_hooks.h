@@ -1,0 +1,51 @@
+// StrategyHooks: how the trainer talks to the run's strategies. It runs their stage hooks in
+// slot order (reverse order at a stage's end), finds each slot's capability, and wraps every
+// call into plugin code so that an exception names the plugin (PluginError) while a budget
+// OOM passes through unchanged.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "core/train/active_strategy.h"
+#include "memsweep/strategy.h"
+
+namespace memsweep::train {
+
+class PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class StrategyHooks {
+ public:
+  explicit StrategyHooks(const StrategySet& strategies) : strategies_(strategies) {}
+
+  void Begin(Stage stage, RunContext& context) const;
+  void End(Stage stage, RunContext& context) const;
+
+  // The strategy of `slot` as interface T, or PluginError if the slot is empty or the plugin
+  // does not implement T.
+  template <typename T>
+  std::pair<T*, const ActiveStrategy*> Get(const std::string& slot) const {
+    for (const auto& active : strategies_) {
+      if (active.slot != slot) continue;
+      if (auto* typed = dynamic_cast<T*>(active.impl.get())) return {typed, &active};
+      throw PluginError("plugin '" + active.name + "' does not implement the " + slot +
+                        " slot's interface");
+    }
+    throw PluginError("no plugin in slot '" + slot + "'");
+  }
+
+ private:
+  const StrategySet& strategies_;
+};
+
+// Runs fn(); rethrows c10::OutOfMemoryError as is and anything else as PluginError naming the
+// plugin and what it was doing.
+template <typename Fn>
+auto CallPlugin(const ActiveStrategy& active, const std::string& what, Fn&& fn) -> decltype(fn());
+
+}  // namespace memsweep::train
+
+#include "core/train/strategy_hooks_inl.h"

@@ -1,0 +1,22 @@
+// allocator/default: every tensor allocation goes to the system allocator through memsweep's
+// tracker, with no caching: reserved bytes always equal allocated bytes.
+#include <memory>
+
+#include "core/memory/memory_backend.h"
+#include "memsweep/plugin.h"
+
+namespace {
+
+class SystemAllocator final : public memsweep::AllocatorStrategy {
+ public:
+  explicit SystemAllocator(const memsweep::PluginParams&) {}
+  std::shared_ptr<memsweep::memory::MemoryBackend> MakeBackend() override {
+    return std::make_shared<memsweep::memory::SystemBackend>();
+  }
+};
+
+}  // namespace
+
+MEMSWEEP_PLUGIN(SystemAllocator, "default", "allocator", "1.0.0",
+                "System allocation per tensor through memsweep's tracker; reserved == allocated",
+                MEMSWEEP_NO_PARAMS, /*slot_default=*/1)

@@ -1,0 +1,18 @@
+// checkpointing/none: every decoder block keeps its activations for backward.
+#include "memsweep/plugin.h"
+
+namespace {
+
+class NoCheckpointing final : public memsweep::CheckpointingStrategy {
+ public:
+  explicit NoCheckpointing(const memsweep::PluginParams&) {}
+  memsweep::model::BlockRunner MakeBlockRunner() override {
+    return memsweep::model::RunBlockDirectly;
+  }
+};
+
+}  // namespace
+
+MEMSWEEP_PLUGIN(NoCheckpointing, "none", "checkpointing", "1.0.0",
+                "No recomputation: blocks keep their activations for backward", MEMSWEEP_NO_PARAMS,
+                /*slot_default=*/1)

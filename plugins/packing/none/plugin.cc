@@ -1,0 +1,22 @@
+// packing/none: one document per row, right-padded (memsweep's Batcher).
+#include <memory>
+
+#include "core/data/batcher.h"
+#include "memsweep/plugin.h"
+
+namespace {
+
+class NoPacking final : public memsweep::PackingStrategy {
+ public:
+  explicit NoPacking(const memsweep::PluginParams&) {}
+  std::unique_ptr<memsweep::data::BatchSource> MakeBatchSource(
+      const memsweep::data::DataConfig& config, uint64_t seed) override {
+    return std::make_unique<memsweep::data::Batcher>(config, seed);
+  }
+};
+
+}  // namespace
+
+MEMSWEEP_PLUGIN(NoPacking, "none", "packing", "1.0.0",
+                "One document per row, truncated to seq_len and right-padded", MEMSWEEP_NO_PARAMS,
+                /*slot_default=*/1)
