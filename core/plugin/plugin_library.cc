@@ -178,9 +178,19 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path) {
 
   Registrar registrar;
   char error_text[1024] = {0};
-  const int status = info->register_fn(reinterpret_cast<MemsweepRegistrar*>(
-                                           static_cast<PluginRegistrar*>(&registrar)),
-                                       error_text, sizeof error_text);
+  int status = 0;
+  try {
+    status = info->register_fn(
+        reinterpret_cast<MemsweepRegistrar*>(static_cast<PluginRegistrar*>(&registrar)),
+        error_text, sizeof error_text);
+  } catch (const std::exception& e) {
+    // The plugin broke the contract (an exception crossed the C boundary); report it anyway.
+    throw PluginLoadError(path + ": plugin '" + lib->name_ +
+                          "' failed to register: its register function threw: " + e.what());
+  } catch (...) {
+    throw PluginLoadError(path + ": plugin '" + lib->name_ +
+                          "' failed to register: its register function threw an exception");
+  }
   if (status != 0) {
     throw PluginLoadError(path + ": plugin '" + lib->name_ + "' failed to register: " +
                           (error_text[0] ? error_text : "no message"));
