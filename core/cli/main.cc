@@ -8,6 +8,7 @@
 
 #include "core/cli/plugins_command.h"
 #include "core/cli/run_command.h"
+#include "core/cli/worker_command.h"
 #include "core/memory/tracking_allocator.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   memsweep::cli::AddRunCommand(app, run_options, exit_code);
   memsweep::cli::PluginsOptions plugins_options;
   memsweep::cli::AddPluginsCommand(app, plugins_options, exit_code);
+  memsweep::cli::WorkerOptions worker_options;
+  memsweep::cli::AddWorkerCommand(app, worker_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,59 @@
+// CellProcess: one experiment cell running in a child process (the memsweep binary in worker
+// mode), so that an abort, a segfault or a hang in the cell never takes the sweep down.
+//
+// The child dies with its parent (PR_SET_PDEATHSIG), so killing the runner never leaves
+// orphaned workers. Its stdout carries progress lines; its stderr is kept in a file so that a
+// crash can be reported with the child's last words.
+//
+//   CellProcess child({"/proc/self/exe", "worker", "--cell", path, "--result", out}, stderr_path);
+//   CellExit exit = child.Wait(timeout_seconds, [](const std::string& line) { ... });
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memsweep::sweep {
+
+enum class CellExitKind : uint8_t {
+  kExited,    // exited normally with `code`
+  kSignaled,  // killed by `signal` (abort, segfault ...)
+  kTimedOut,  // ran past its time limit and was killed
+  kInterrupted,  // the runner was asked to stop (Ctrl-C) and killed it
+};
+
+struct CellExit {
+  CellExitKind kind = CellExitKind::kExited;
+  int code = 0;
+  int signal = 0;
+  double seconds = 0.0;
+  std::string stderr_tail;  // the last lines the child wrote to stderr
+  std::string Describe() const;  // "exit code 1", "crashed: signal 6 (Aborted)", ...
+};
+
+class CellProcess {
+ public:
+  CellProcess(const std::vector<std::string>& argv, const std::string& stderr_path);
+  ~CellProcess();
+  CellProcess(const CellProcess&) = delete;
+  CellProcess& operator=(const CellProcess&) = delete;
+
+  // Waits for the child, passing each stdout line to `on_line`. Kills it (SIGTERM, then SIGKILL
+  // after a grace period) when `timeout_seconds` pass or `stop_requested()` turns true.
+  CellExit Wait(double timeout_seconds, const std::function<void(const std::string&)>& on_line,
+                const std::function<bool()>& stop_requested);
+  pid_t pid() const { return pid_; }
+
+ private:
+  void Kill();
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string stderr_path_;
+};
+
+// The path of the running memsweep binary (/proc/self/exe).
+std::string SelfExecutable();
+
+}  // namespace memsweep::sweep
