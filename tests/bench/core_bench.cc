@@ -64,10 +64,13 @@ int main(int argc, char** argv) {
   std::printf("memsweep_bench_core  cpu: %s  threads: %d  system BLAS: %s\n\n",
               info.cpu_model.c_str(), threads, info.blas_kind.c_str());
 
-  // 1. peak
-  const bench::FmaPeak peak = bench::MeasureFmaPeak(threads);
-  std::printf("[peak] fp32 FMA probe (%s, %d threads): %.1f GFLOP/s\n\n", peak.isa.c_str(),
-              threads, peak.flops / 1e9);
+  // 1. peak: the best of several probes spread over the GEMM measurements, since other tenants
+  // of a shared machine can slow any single probe down.
+  bench::FmaPeak peak = bench::MeasureFmaPeak(threads);
+  auto reprobe = [&peak, threads] {
+    const bench::FmaPeak again = bench::MeasureFmaPeak(threads);
+    if (again.flops > peak.flops) peak = again;
+  };
 
   // 2. GEMM
   struct Shape { int64_t m, k, n; const char* what; };
@@ -77,19 +80,28 @@ int main(int argc, char** argv) {
                           {1024, 1376, 512, "small preset MLP down"},
                           {1024, 512, 8192, "small preset LM head"}};
   std::printf("[gemm] fp32 at::mm through memsweep's sgemm_ (best of 8)\n");
-  std::printf("  %-36s %14s %8s %14s %8s\n", "shape", "onednn GF/s", "% peak", "blas GF/s",
-              "% peak");
+  struct Row { const Shape* shape; double onednn, blas; };
+  std::vector<Row> rows;
   for (const Shape& s : shapes) {
+    reprobe();
     env::SetGemmBackend(env::GemmBackend::kOneDnn);
     const double onednn = GemmFlops(s.m, s.k, s.n, 8);
     env::SetGemmBackend(env::GemmBackend::kSystemBlas);
     const double blas = GemmFlops(s.m, s.k, s.n, 8);
-    std::printf("  %-36s %14.1f %7.1f%% %14.1f %7.1f%%\n", s.what, onednn / 1e9,
-                100 * onednn / peak.flops, blas / 1e9, 100 * blas / peak.flops);
+    rows.push_back({&s, onednn, blas});
+  }
+  reprobe();
+  std::printf("  fp32 peak, register-only FMA probe (%s, %d threads, best of %zu probes): "
+              "%.1f GFLOP/s\n", peak.isa.c_str(), threads, rows.size() + 2, peak.flops / 1e9);
+  std::printf("  %-36s %14s %8s %14s %8s\n", "shape", "onednn GF/s", "% peak", "blas GF/s",
+              "% peak");
+  for (const Row& r : rows) {
+    std::printf("  %-36s %14.1f %7.1f%% %14.1f %7.1f%%\n", r.shape->what, r.onednn / 1e9,
+                100 * r.onednn / peak.flops, r.blas / 1e9, 100 * r.blas / peak.flops);
   }
   env::SetGemmBackend(env::GemmBackend::kOneDnn);
   std::printf("\n");
-
+  
   // 3 + 4. training step, memsweep loop vs bare loop, interleaved rounds on identical batches.
   // max_length padding: identical work every step.
   const config::RunConfig cfg = testing_support::TinyRun(
@@ -104,10 +116,18 @@ int main(int argc, char** argv) {
               rounds);
   std::vector<double> ratios, min_ratios;
   for (int round = 0; round < rounds; ++round) {
-    const train::RunResult run = testing_support::Train(cfg);
+    // Alternate which loop goes first (ABBA...), so drifting machine load hits both alike.
+    train::RunResult run;
+    bench::BareLoopResult bare;
+    if (round % 2 == 0) {
+      run = testing_support::Train(cfg);
+      bare = bench::RunBareLoop(cfg);
+    } else {
+      bare = bench::RunBareLoop(cfg);
+      run = testing_support::Train(cfg);
+    }
     std::vector<double> ms_steps;
     for (size_t i = 2; i < run.steps.size(); ++i) ms_steps.push_back(run.steps[i].seconds);
-    const bench::BareLoopResult bare = bench::RunBareLoop(cfg);
     std::vector<double> bare_steps(bare.step_seconds.begin() + 2, bare.step_seconds.end());
     const double ratio = Median(ms_steps) / Median(bare_steps);
     ratios.push_back(ratio);
