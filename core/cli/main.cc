@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/cli/plan_command.h"
 #include "core/cli/run_command.h"
 #include "core/memory/tracking_allocator.h"
 
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   memsweep::cli::RunOptions run_options;
   memsweep::cli::AddRunCommand(app, run_options, exit_code);
+  memsweep::cli::PlanOptions plan_options;
+  memsweep::cli::AddPlanCommand(app, plan_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
