@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/cli/plugins_command.h"
+#include "core/cli/plan_command.h"
 #include "core/cli/run_command.h"
 #include "core/cli/worker_command.h"
 #include "core/memory/tracking_allocator.h"
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   memsweep::cli::AddPluginsCommand(app, plugins_options, exit_code);
   memsweep::cli::WorkerOptions worker_options;
   memsweep::cli::AddWorkerCommand(app, worker_options, exit_code);
+  memsweep::cli::PlanOptions plan_options;
+  memsweep::cli::AddPlanCommand(app, plan_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

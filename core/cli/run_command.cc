@@ -1,53 +1,94 @@
 #include "core/cli/run_command.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <iostream>
 
-#include "core/config/run_config_loader.h"
-#include "core/config/strategy_resolver.h"
-#include "core/memory/byte_size.h"
-#include "core/report/run_report.h"
-#include "core/train/trainer.h"
+#include "core/config/config_error.h"
+#include "core/experiment/experiment_plan.h"
+#include "core/results/output_format.h"
+#include "core/results/results_db.h"
+#include "core/sweep/sweep_runner.h"
 
 namespace memsweep::cli {
 namespace {
 
-int Run(const RunOptions& options) {
-  config::RunConfig cfg;
+std::atomic<bool> g_stop{false};
+
+void RequestStop(int) { g_stop.store(true); }
+
+// Ctrl-C / SIGTERM: finish cleanly (kill the worker, release its cell) instead of dying.
+void InstallStopHandlers() {
+  struct sigaction action {};
+  action.sa_handler = RequestStop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+void PrintCells(const std::string& db_path, int64_t experiment_id) {
+  results::ResultsDb db(db_path, results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows = db.Query(
+      "SELECT cell_index AS cell, repeat, status, params, "
+      "printf('%.2f MiB', peak_allocated_bytes / 1048576.0) AS peak_allocated, "
+      "printf('%.2f MiB', peak_reserved_bytes / 1048576.0) AS peak_reserved, "
+      "printf('%.1f', tokens_per_s) AS tokens_per_s, printf('%.4f', final_loss) AS final_loss "
+      "FROM run_summary WHERE run_id IN (SELECT id FROM runs WHERE experiment_id = ?1) "
+      "ORDER BY cell_index, repeat",
+      {std::to_string(experiment_id)});
+  std::cout << results::FormatTable(rows);
+}
+
+int RunExperiment(const RunOptions& options) {
+  sweep::SweepOptions sweep_options;
+  if (options.rerun == "failed") {
+    sweep_options.rerun = sweep::Rerun::kFailed;
+  } else if (options.rerun == "all") {
+    sweep_options.rerun = sweep::Rerun::kAll;
+  } else if (options.rerun != "none") {
+    std::cerr << "error: --rerun " << options.rerun << ": expected failed or all\n";
+    return 2;
+  }
+  experiment::ExperimentPlan plan;
   try {
-    cfg = config::LoadRunConfig(options.file, options.overrides);
+    // Every cell is validated before anything runs or the database is touched.
+    plan = experiment::LoadExperimentPlan(options.file, options.overrides);
   } catch (const config::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
-  spdlog::info("running '{}' from {}", cfg.experiment.name, options.file);
-  train::Trainer trainer(cfg, config::InstantiateStrategies(cfg));
-  if (!options.quiet) {
-    trainer.OnStep([&cfg](const train::StepRecord& s) {
-      spdlog::info("step {:>4}/{}  loss {:.4f}  {:>6} tokens  {:7.1f} ms  peak {}", s.step + 1,
-                   cfg.experiment.steps, s.loss, s.tokens, s.seconds * 1e3,
-                   memory::FormatBytes(s.peak_allocated_bytes));
-    });
-  }
-  const train::RunResult result = trainer.Run();
-  std::cout << report::FormatRunSummary(cfg, result);
-  const std::string json_path =
-      options.json_path.empty() ? "results/" + cfg.experiment.name + ".json" : options.json_path;
-  report::WriteJsonFile(json_path, report::RunResultToJson(cfg, result));
-  std::cout << "\n  full result: " << json_path << "\n";
-  return result.status == train::RunStatus::kFailed ? 1 : 0;
+  sweep_options.db_path = options.db_path;
+  sweep_options.cell_timeout_seconds = options.cell_timeout_seconds;
+  sweep_options.progress_line = isatty(STDERR_FILENO) != 0;
+  sweep_options.stop = &g_stop;
+  InstallStopHandlers();
+  spdlog::info("experiment '{}': {} cells, results in {}", plan.name, plan.cells.size(),
+               options.db_path);
+  const sweep::SweepSummary summary = sweep::RunSweep(plan, sweep_options);
+  PrintCells(options.db_path, summary.experiment_id);
+  std::cout << "\n" << summary.cells << " cells: " << summary.ok << " ok, " << summary.oom
+            << " oom, " << summary.failed << " failed, " << summary.timeout << " timed out, "
+            << summary.skipped << " already done" << (summary.interrupted ? " (interrupted)" : "")
+            << "\n";
+  if (summary.interrupted) return 130;
+  return summary.failed + summary.timeout > 0 ? 3 : 0;
 }
 
 }  // namespace
 
 void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code) {
-  CLI::App* run = app.add_subcommand("run", "Run one experiment file and print its figures");
+  CLI::App* run = app.add_subcommand("run", "Run an experiment: every cell of its matrix");
   run->add_option("file", options.file, "Experiment TOML file")->required();
   run->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
-  run->add_option("--json", options.json_path, "Where to write the JSON result");
-  run->add_flag("-q,--quiet", options.quiet, "No per-step log lines");
-  run->callback([&options, &exit_code] { exit_code = Run(options); });
+  run->add_option("--db", options.db_path, "Results database (default results/memsweep.db)");
+  run->add_option("--rerun", options.rerun,
+                  "Run finished cells again: failed (failed and timed-out cells) or all");
+  run->add_option("--cell-timeout", options.cell_timeout_seconds,
+                  "Seconds a cell may run before it is killed and recorded as timeout");
+  run->callback([&options, &exit_code] { exit_code = RunExperiment(options); });
 }
 
 }  // namespace memsweep::cli

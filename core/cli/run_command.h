@@ -1,5 +1,11 @@
-// `memsweep run FILE`: runs one experiment configuration, prints its summary table and writes
-// the full result as JSON (results/<experiment name>.json unless --json says otherwise).
+// `memsweep run FILE`: runs an experiment — every cell of its matrix, each in its own worker
+// process — recording everything in the results database, then prints one line per cell.
+//
+//   memsweep run experiments/quickstart.toml [--db F] [--set key=value]... [--rerun failed|all]
+//                [--cell-timeout SECONDS]
+//
+// Exit codes (docs/cli.md): 0 every cell ran (an OOM against the budget is a result), 2 invalid
+// input (nothing is run or written), 3 some cell failed or timed out, 130 interrupted.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,8 +18,9 @@ namespace memsweep::cli {
 struct RunOptions {
   std::string file;
   std::vector<std::string> overrides;  // --set section.key=value
-  std::string json_path;
-  bool quiet = false;
+  std::string db_path = "results/memsweep.db";
+  std::string rerun = "none";
+  double cell_timeout_seconds = 1800.0;
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

@@ -158,6 +158,11 @@ RunConfig ParseRunConfig(std::string_view text, const std::string& source,
 RunConfig RunConfigFromTable(const toml::table& root, const std::string& source) {
   for (auto&& [key, node] : root) {
     const std::string name(key.str());
+    if (name == "matrix") {
+      throw ConfigError(Where(source, key.source()) + "[matrix] describes several runs and " +
+                        "this reads one: list them with `memsweep plan " + source +
+                        "` and run one with `memsweep run " + source + " --cell INDEX`");
+    }
     if (std::find(kSections.begin(), kSections.end(), name) == kSections.end()) {
       throw ConfigError(Where(source, key.source()) + "unknown section [" + name +
                         "]; allowed sections: " + Join(kSections));

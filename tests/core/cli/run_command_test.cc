@@ -1,81 +1,51 @@
 // Runs the memsweep binary as a user would and checks exit codes and files.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/results/results_db.h"
+#include "support/cli_runner.h"
 #include "support/run_configs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using memsweep::testing_support::FreshTempDir;
+using memsweep::testing_support::Outcome;
+using memsweep::testing_support::RunMemsweep;
 using memsweep::testing_support::SourcePath;
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
-
-Outcome RunMemsweep(const std::string& args) {
-  const std::string command = std::string(MEMSWEEP_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-fs::path TempDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("memsweep_cli_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 TEST(RunCommandTest, BadInputExitsTwoAndWritesNothing) {
-  const fs::path dir = TempDir("bad");
+  const fs::path dir = FreshTempDir("bad");
   const fs::path file = dir / "bad.toml";
   std::ofstream(file) << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
                       << "\"\n[model]\nhiden_size = 64\n";
-  const fs::path json = dir / "out.json";
-  const Outcome out = RunMemsweep("run " + file.string() + " --json " + json.string());
+  const fs::path db = dir / "r.db";
+  const Outcome out = RunMemsweep("run " + file.string() + " --db " + db.string());
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find(file.string() + ":4:1: unknown key 'hiden_size'"), std::string::npos)
       << out.output;
-  EXPECT_FALSE(fs::exists(json));
+  EXPECT_FALSE(fs::exists(db));
 }
 
-TEST(RunCommandTest, RunsAnExperimentAndWritesItsJson) {
-  const fs::path dir = TempDir("ok");
-  const fs::path json = dir / "out.json";
+TEST(RunCommandTest, QuickstartRunsEveryCellAndRecordsTheOomCell) {
+  const fs::path dir = FreshTempDir("quickstart");
+  const fs::path db_path = dir / "r.db";
   const Outcome out = RunMemsweep("run " + SourcePath("experiments/quickstart.toml") +
-                                  " --quiet --set experiment.steps=4 --json " + json.string());
+                                  " --set experiment.steps=4 --db " + db_path.string());
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  EXPECT_NE(out.output.find("tokens/s"), std::string::npos) << out.output;
-  std::ifstream in(json);
-  const nlohmann::json result = nlohmann::json::parse(in);
-  EXPECT_EQ(result["status"], "ok");
-  EXPECT_EQ(result["steps"].size(), 4u);
-  EXPECT_EQ(result["config"]["experiment"]["steps"], 4);
-  EXPECT_GT(result["memory"]["peak_allocated_bytes"].get<int64_t>(), 0);
-}
-
-TEST(RunCommandTest, BudgetOomIsAResultNotACrash) {
-  const fs::path json = TempDir("oom") / "out.json";
-  const Outcome out = RunMemsweep("run " + SourcePath("experiments/quickstart.toml") +
-                                  " --quiet --set device.memory_budget=\"4MiB\" --json " +
-                                  json.string());
-  EXPECT_EQ(out.exit_code, 0) << out.output;
-  EXPECT_NE(out.output.find("'quickstart': oom"), std::string::npos) << out.output;
-  std::ifstream in(json);
-  const nlohmann::json result = nlohmann::json::parse(in);
-  EXPECT_EQ(result["status"], "oom");
-  EXPECT_GT(result["oom"]["requested_bytes"].get<int64_t>(), 0);
+  EXPECT_NE(out.output.find("4 cells: 3 ok, 1 oom, 0 failed, 0 timed out"), std::string::npos)
+      << out.output;
+  memsweep::results::ResultsDb db(db_path.string(), memsweep::results::ResultsDb::Mode::kReadOnly);
+  const auto rows = db.Query(
+      "SELECT status, json_extract(params, '$.\"strategies.batching.micro_batch_size\"'), "
+      "json_extract(params, '$.\"device.memory_budget\"') FROM run_summary ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 4u);
+  EXPECT_EQ(*rows.rows[2][0], "oom");  // 8 rows in 24 MiB
+  EXPECT_EQ(*rows.rows[2][1], "8");
+  EXPECT_EQ(*rows.rows[2][2], "24MiB");
 }
 
 }  // namespace

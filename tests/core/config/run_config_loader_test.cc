@@ -105,9 +105,12 @@ TEST(RunConfigLoaderTest, SetOverridesApplyBeforeValidation) {
   EXPECT_NE(ErrorOf(kData, {"model.nope=1"}).find("unknown key 'nope'"), std::string::npos);
 }
 
-TEST(RunConfigLoaderTest, BundledQuickstartIsValid) {
-  const RunConfig cfg = LoadRunConfig(SourcePath("experiments/quickstart.toml"));
-  EXPECT_EQ(cfg.experiment.name, "quickstart");
+// A file with a [matrix] is several runs (see tests/core/experiment/); one RunConfig is one.
+TEST(RunConfigLoaderTest, AMatrixFileIsNotOneRun) {
+  const std::string error = ErrorOf(kData + "[matrix]\n\"data.seq_len\" = [8, 16]\n");
+  EXPECT_EQ(error.rfind(kSource + ":3:2: [matrix] describes several runs", 0), 0u) << error;
+  EXPECT_NE(error.find("`memsweep plan " + kSource + "`"), std::string::npos) << error;
+  EXPECT_NE(error.find("--cell INDEX"), std::string::npos) << error;
 }
 
 }  // namespace

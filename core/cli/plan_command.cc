@@ -1,0 +1,72 @@
+#include "core/cli/plan_command.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/config/config_error.h"
+#include "core/experiment/experiment_plan.h"
+
+namespace memsweep::cli {
+namespace {
+
+// " x 2 repeats", or ", repeats vary" when the matrix varies experiment.repeats.
+std::string RepeatsText(const experiment::ExperimentPlan& plan) {
+  std::map<int64_t, int64_t> per_combination;
+  for (const experiment::Cell& cell : plan.cells) ++per_combination[cell.combination];
+  std::set<int64_t> counts;
+  for (const auto& [combination, count] : per_combination) counts.insert(count);
+  if (counts.size() != 1) return ", repeats vary";
+  const int64_t repeats = *counts.begin();
+  return " x " + std::to_string(repeats) + (repeats == 1 ? " repeat" : " repeats");
+}
+
+std::string FormatPlan(const experiment::ExperimentPlan& plan) {
+  std::ostringstream out;
+  const int64_t cells = static_cast<int64_t>(plan.cells.size());
+  out << "experiment  " << plan.name << "\n";
+  out << "source      " << plan.source << "\n";
+  out << "cells       " << cells << " (" << plan.combinations
+      << (plan.combinations == 1 ? " combination" : " combinations") << RepeatsText(plan) << ")\n";
+  std::string varying;
+  for (const auto& key : plan.varying_keys) varying += (varying.empty() ? "" : ", ") + key;
+  out << "varying     " << (varying.empty() ? "-" : varying) << "\n\n";
+  size_t seed_width = 4;
+  for (const experiment::Cell& cell : plan.cells) {
+    seed_width = std::max(seed_width, std::to_string(cell.seed).size());
+  }
+  out << " cell  repeat  " << std::left << std::setw(static_cast<int>(seed_width)) << "seed"
+      << "  hash              parameters\n";
+  for (const experiment::Cell& cell : plan.cells) {
+    const std::string label = cell.Label();
+    out << std::right << std::setw(5) << cell.index << "  " << std::setw(6) << cell.repeat << "  "
+        << std::left << std::setw(static_cast<int>(seed_width)) << cell.seed << "  "
+        << std::setw(16) << cell.hash << "  " << (label.empty() ? "-" : label) << "\n";
+  }
+  return out.str();
+}
+
+int Plan(const PlanOptions& options) {
+  try {
+    std::cout << FormatPlan(experiment::LoadExperimentPlan(options.file, options.overrides));
+    return 0;
+  } catch (const config::ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, PlanOptions& options, int& exit_code) {
+  CLI::App* plan =
+      app.add_subcommand("plan", "List the cells of an experiment's matrix (validated, not run)");
+  plan->add_option("file", options.file, "Experiment TOML file")->required();
+  plan->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
+  plan->callback([&options, &exit_code] { exit_code = Plan(options); });
+}
+
+}  // namespace memsweep::cli

@@ -1,0 +1,48 @@
+// Cell: one run of an experiment matrix — the experiment file with one combination of matrix
+// values filled in and one repeat's seed — and its identity, a hash of that resolved document.
+// Cells travel to worker processes as TOML text.
+//
+//   std::string text = CellToToml(cell);           // [cell] metadata + the document
+//   Cell same = CellFromToml(text, "cell.toml");    // same.hash == cell.hash
+//   config::RunConfig cfg = config::RunConfigFromTable(same.document, same.source);
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace memsweep::experiment {
+
+struct Cell {
+  int64_t index = 0;        // position in the plan
+  int64_t combination = 0;  // which matrix combination; its repeats differ only in seed
+  int64_t repeat = 0;       // 0..repeats-1
+  uint64_t seed = 0;        // [experiment] seed + repeat, also in `document`
+  std::string hash;         // CellHash(document)
+  std::string source;       // the experiment file: names it in messages, anchors relative paths
+  // The experiment file with the combination's values at their dotted paths, [matrix] removed,
+  // [experiment] seed set and repeats removed. Every other table passes through untouched.
+  toml::table document;
+  // Dotted key -> value for the keys the matrix varies and those include entries added.
+  nlohmann::json params = nlohmann::json::object();
+
+  // "data.micro_batch_size=2 device.memory_budget=32MiB" (keys sorted; "" without a matrix).
+  std::string Label() const;
+  // "cell 3 (data.micro_batch_size=2 ..., repeat 1, seed 1235)", for messages.
+  std::string Describe() const;
+};
+
+// The first 16 hex digits of the SHA-256 of the document as canonical JSON (keys sorted,
+// compact): equal content gives an equal hash on every machine, whatever the key order.
+std::string CellHash(const toml::table& document);
+
+// The document as TOML, preceded by a [cell] table holding the rest of the Cell.
+std::string CellToToml(const Cell& cell);
+// The inverse; `text_name` names the text in messages. Throws config::ConfigError for malformed
+// text, a missing [cell] table, or a hash that does not match the document.
+Cell CellFromToml(std::string_view text, const std::string& text_name);
+
+}  // namespace memsweep::experiment

@@ -1,0 +1,181 @@
+#include "core/experiment/experiment_plan.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "core/config/config_error.h"
+#include "core/config/run_config.h"
+#include "core/config/run_config_loader.h"
+#include "core/config/toml_overrides.h"
+#include "core/config/toml_reader.h"
+#include "core/experiment/dotted_keys.h"
+#include "core/experiment/matrix.h"
+#include "core/experiment/matrix_overrides.h"
+
+namespace memsweep::experiment {
+namespace {
+
+using config::ConfigError;
+using config::Where;
+
+// One parse of the file with the overrides applied, and its matrix.
+struct Document {
+  toml::table root;
+  MatrixSpec spec;
+};
+
+Document ReadDocument(std::string_view text, const std::string& source,
+                      const std::vector<std::string>& overrides) {
+  Document document;
+  document.root = config::ParseToml(text, source);
+  for (const std::string& assignment : overrides) {
+    if (!ApplyMatrixOverride(document.root, assignment, source)) {
+      config::ApplyOverride(document.root, assignment);
+    }
+  }
+  document.spec = ReadMatrix(document.root, source, overrides);
+  return document;
+}
+
+// Every cell is built from a fresh parse, so that each value keeps its file position and
+// messages about a cell point at the line that set the value.
+toml::table BuildCombination(std::string_view text, const std::string& source,
+                             const std::vector<std::string>& overrides,
+                             const Combination& combination) {
+  Document document = ReadDocument(text, source, overrides);
+  AssignCombination(document.root, document.spec, combination, source);
+  return std::move(document.root);
+}
+
+int64_t ReadExperimentInteger(const toml::table& root, const char* key, int64_t fallback,
+                              int64_t minimum, const std::string& source) {
+  const toml::node* node = FindAtPath(root, std::string("experiment.") + key);
+  if (node == nullptr) return fallback;
+  if (!node->is_integer() || node->as_integer()->get() < minimum) {
+    throw ConfigError(Where(source, node->source()) + "[experiment] " + key +
+                      " must be an integer of at least " + std::to_string(minimum));
+  }
+  return node->as_integer()->get();
+}
+
+std::string ExperimentName(const toml::table& root) {
+  const toml::node* node = FindAtPath(root, "experiment.name");
+  if (node != nullptr && node->is_string()) return node->as_string()->get();
+  return config::ExperimentSection{}.name;
+}
+
+std::vector<std::string> VaryingKeys(const MatrixSpec& spec) {
+  std::vector<std::string> keys;
+  for (const MatrixAxis& axis : spec.axes) keys.push_back(axis.key);
+  for (const MatrixEntry& entry : spec.includes) {
+    for (const MatrixItem& item : entry.items) {
+      if (std::find(keys.begin(), keys.end(), item.key) == keys.end()) keys.push_back(item.key);
+    }
+  }
+  return keys;
+}
+
+// The cells of one combination: one per repeat, seeds seed + r.
+void AddCells(std::string_view text, const std::string& source,
+              const std::vector<std::string>& overrides, const MatrixSpec& spec,
+              const Combination& combination, int64_t combination_index, std::vector<Cell>& cells) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [key, ref] : combination.values) params[key] = ValueOf(spec, ref);
+  toml::table document = BuildCombination(text, source, overrides, combination);
+  const int64_t repeats = ReadExperimentInteger(document, "repeats", 1, 1, source);
+  const int64_t seed = ReadExperimentInteger(
+      document, "seed", static_cast<int64_t>(config::ExperimentSection{}.seed), 0, source);
+  for (int64_t r = 0; r < repeats; ++r) {
+    if (r > 0) document = BuildCombination(text, source, overrides, combination);
+    if (seed > std::numeric_limits<int64_t>::max() - r) {
+      throw ConfigError(source + ": [experiment] seed " + std::to_string(seed) + " + repeat " +
+                        std::to_string(r) + " does not fit a 64-bit integer; lower the seed");
+    }
+    toml::table* experiment = document["experiment"].as_table();
+    if (experiment == nullptr) {
+      document.insert_or_assign("experiment", toml::table{});
+      experiment = document["experiment"].as_table();
+    }
+    experiment->insert_or_assign("seed", seed + r);
+    experiment->erase("repeats");
+    Cell cell;  // moved, never copied: copies of TOML nodes lose their file positions
+    cell.index = static_cast<int64_t>(cells.size());
+    cell.combination = combination_index;
+    cell.repeat = r;
+    cell.seed = static_cast<uint64_t>(seed + r);
+    cell.source = source;
+    cell.params = params;
+    cell.document = std::move(document);
+    cell.hash = CellHash(cell.document);
+    cells.push_back(std::move(cell));
+  }
+}
+
+void CheckDistinct(const std::vector<Cell>& cells, const MatrixSpec& spec,
+                   const std::string& source) {
+  std::map<std::string, const Cell*> seen;
+  for (const Cell& cell : cells) {
+    auto [it, inserted] = seen.emplace(cell.hash, &cell);
+    if (inserted) continue;
+    throw ConfigError(Where(source, spec.where) + it->second->Describe() + " and " +
+                      cell.Describe() + " are the same run (hash " + cell.hash +
+                      "); remove the repeated matrix value or include entry");
+  }
+}
+
+}  // namespace
+
+void ValidateCellAsRun(const Cell& cell) { config::RunConfigFromTable(cell.document, cell.source); }
+
+ExperimentPlan ParseExperimentPlan(std::string_view text, const std::string& source,
+                                   const std::vector<std::string>& overrides,
+                                   const CellValidator& validate) {
+  const Document base = ReadDocument(text, source, overrides);
+  const std::vector<Combination> combinations = ExpandMatrix(base.spec, source);
+  ExperimentPlan plan;
+  plan.name = ExperimentName(base.root);
+  plan.source = source;
+  plan.file_text = std::string(text);
+  plan.combinations = static_cast<int64_t>(combinations.size());
+  plan.varying_keys = VaryingKeys(base.spec);
+  for (size_t c = 0; c < combinations.size(); ++c) {
+    const size_t first = plan.cells.size();
+    try {
+      AddCells(text, source, overrides, base.spec, combinations[c], static_cast<int64_t>(c),
+               plan.cells);
+    } catch (const ConfigError& e) {
+      Cell failed;
+      failed.index = static_cast<int64_t>(first);
+      for (const auto& [key, ref] : combinations[c].values) {
+        failed.params[key] = ValueOf(base.spec, ref);
+      }
+      const std::string label = failed.Label();
+      throw ConfigError(std::string(e.what()) + "; in cell " + std::to_string(first) +
+                        (label.empty() ? "" : " (" + label + ")"));
+    }
+  }
+  CheckDistinct(plan.cells, base.spec, source);
+  for (const Cell& cell : plan.cells) {
+    try {
+      validate(cell);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string(e.what()) + "; in " + cell.Describe());
+    }
+  }
+  return plan;
+}
+
+ExperimentPlan LoadExperimentPlan(const std::string& path,
+                                  const std::vector<std::string>& overrides,
+                                  const CellValidator& validate) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open the experiment file; check the path");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseExperimentPlan(text.str(), path, overrides, validate);
+}
+
+}  // namespace memsweep::experiment

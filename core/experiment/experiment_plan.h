@@ -1,0 +1,50 @@
+// ExperimentPlan: an experiment file expanded into the cells to run — one per combination of
+// its [matrix] (docs/experiment-format.md, "Matrices") and repeat — each validated before
+// anything runs.
+//
+//   ExperimentPlan plan = LoadExperimentPlan("experiments/quickstart.toml", {"data.seq_len=128"});
+//   for (const Cell& cell : plan.cells) {
+//     config::RunConfig cfg = config::RunConfigFromTable(cell.document, cell.source);
+//     ...
+//   }
+//
+// Errors are config::ConfigError ("file:line:column: what; what to do"); an error found in one
+// cell also names the cell.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/experiment/cell.h"
+
+namespace memsweep::experiment {
+
+struct ExperimentPlan {
+  std::string name;       // [experiment] name
+  std::string source;     // the experiment file
+  std::string file_text;  // its text, as read
+  int64_t combinations = 0;
+  std::vector<Cell> cells;  // combination by combination, repeats consecutive
+  // The keys the matrix varies (file order), then the keys include entries added.
+  std::vector<std::string> varying_keys;
+};
+
+// Called for every cell before the plan is returned; throws config::ConfigError to reject it.
+using CellValidator = std::function<void(const Cell&)>;
+
+// The default validator: the cell must be a valid run (config::RunConfigFromTable).
+void ValidateCellAsRun(const Cell& cell);
+
+// Reads the file, applies the --set `overrides` ("section.key=value"), expands the matrix and
+// validates every cell.
+ExperimentPlan LoadExperimentPlan(const std::string& path,
+                                  const std::vector<std::string>& overrides = {},
+                                  const CellValidator& validate = ValidateCellAsRun);
+// The same from text; `source` names it in messages and anchors relative paths.
+ExperimentPlan ParseExperimentPlan(std::string_view text, const std::string& source,
+                                   const std::vector<std::string>& overrides = {},
+                                   const CellValidator& validate = ValidateCellAsRun);
+
+}  // namespace memsweep::experiment

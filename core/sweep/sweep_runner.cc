@@ -1,0 +1,177 @@
+#include "core/sweep/sweep_runner.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/memory/byte_size.h"
+#include "core/results/results_db.h"
+#include "core/sweep/cell_process.h"
+#include "core/sweep/progress_line.h"
+
+namespace memsweep::sweep {
+namespace fs = std::filesystem;
+namespace {
+
+using results::RunStatus;
+
+bool ShouldRun(RunStatus status, Rerun rerun) {
+  switch (status) {
+    case RunStatus::kPending:
+    case RunStatus::kRunning:
+      return true;
+    case RunStatus::kOk:
+    case RunStatus::kOom:
+      return rerun == Rerun::kAll;
+    case RunStatus::kFailed:
+    case RunStatus::kTimeout:
+      return rerun != Rerun::kNone;
+  }
+  return true;
+}
+
+results::CellInfo InfoOf(const experiment::Cell& cell) {
+  results::CellInfo info;
+  info.cell_hash = cell.hash;
+  info.cell_index = cell.index;
+  info.repeat = cell.repeat;
+  info.seed = static_cast<int64_t>(cell.seed);
+  info.config_json = cell.params.is_null() ? "{}" : "{}";
+  info.params_json = cell.params.dump();
+  return info;
+}
+
+std::optional<nlohmann::json> ReadResult(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The outcome of one cell as the database records it.
+struct Outcome {
+  RunStatus status = RunStatus::kFailed;
+  std::string error;
+  std::optional<nlohmann::json> result;
+};
+
+Outcome Judge(const CellExit& exit, const std::string& result_path, double timeout_seconds) {
+  Outcome outcome;
+  if (exit.kind == CellExitKind::kTimedOut) {
+    outcome.status = RunStatus::kTimeout;
+    outcome.error = "timed out after " + std::to_string(static_cast<int64_t>(timeout_seconds)) +
+                    " s (--cell-timeout)";
+    if (!exit.stderr_tail.empty()) outcome.error += "\n" + exit.stderr_tail;
+    return outcome;
+  }
+  outcome.result = ReadResult(result_path);
+  if (exit.kind == CellExitKind::kExited && outcome.result && exit.code <= 1) {
+    const std::string status = outcome.result->value("status", "failed");
+    outcome.status = status == "ok" ? RunStatus::kOk
+                     : status == "oom" ? RunStatus::kOom
+                                       : RunStatus::kFailed;
+    outcome.error = outcome.result->value("error", "");
+    return outcome;
+  }
+  outcome.result.reset();
+  outcome.status = RunStatus::kFailed;
+  outcome.error = "worker " + exit.Describe();
+  if (!exit.stderr_tail.empty()) outcome.error += "\n" + exit.stderr_tail;
+  return outcome;
+}
+
+}  // namespace
+
+SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options) {
+  results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadWrite);
+  SweepSummary summary;
+  summary.cells = static_cast<int64_t>(plan.cells.size());
+  summary.experiment_id = db.EnsureExperiment(plan.name, plan.source, plan.file_text);
+  std::vector<results::CellInfo> infos;
+  for (const auto& cell : plan.cells) infos.push_back(InfoOf(cell));
+  db.AddPendingRuns(summary.experiment_id, infos);
+
+  const fs::path work = options.work_dir.empty()
+                            ? fs::path(options.db_path).parent_path() / ".memsweep-work" /
+                                  std::to_string(getpid())
+                            : fs::path(options.work_dir);
+  fs::create_directories(work);
+  const std::string self = SelfExecutable();
+  ProgressLine progress(options.progress_line, summary.cells);
+
+  for (size_t i = 0; i < plan.cells.size(); ++i) {
+    const experiment::Cell& cell = plan.cells[i];
+    if (options.stop != nullptr && options.stop->load()) {
+      summary.interrupted = true;
+      break;
+    }
+    const auto existing = db.FindRun(summary.experiment_id, cell.hash);
+    if (existing && !ShouldRun(existing->status, options.rerun)) {
+      ++summary.skipped;
+      progress.CellDone(0.0, /*ran=*/false);
+      continue;
+    }
+    const fs::path cell_file = work / (cell.hash + ".toml");
+    const fs::path result_file = work / (cell.hash + ".json");
+    const fs::path stderr_file = work / (cell.hash + ".stderr");
+    fs::remove(result_file);
+    {
+      std::ofstream out(cell_file);
+      out << experiment::CellToToml(cell);
+    }
+    const int64_t run_id = db.ClaimRun(summary.experiment_id, infos[i], getpid());
+    const std::string label = cell.Describe();
+    if (!options.progress_line) spdlog::info("[{}/{}] {}", i + 1, summary.cells, label);
+    progress.CellStarted(static_cast<int64_t>(i), label);
+
+    CellProcess child({self, "worker", "--cell", cell_file.string(), "--source", plan.source,
+                       "--result", result_file.string()},
+                      stderr_file.string());
+    const CellExit exit = child.Wait(
+        options.cell_timeout_seconds,
+        [&progress](const std::string& line) { progress.WorkerLine(line); },
+        [&options] { return options.stop != nullptr && options.stop->load(); });
+
+    if (exit.kind == CellExitKind::kInterrupted) {
+      db.Query("UPDATE runs SET status = 'pending', worker_pid = NULL WHERE id = ?1",
+               {std::to_string(run_id)});
+      summary.interrupted = true;
+      break;
+    }
+    const Outcome outcome = Judge(exit, result_file.string(), options.cell_timeout_seconds);
+    db.FinishRun(run_id, outcome.status, outcome.error,
+                 outcome.result ? &*outcome.result : nullptr);
+    switch (outcome.status) {
+      case RunStatus::kOk: ++summary.ok; break;
+      case RunStatus::kOom: ++summary.oom; break;
+      case RunStatus::kTimeout: ++summary.timeout; break;
+      default: ++summary.failed; break;
+    }
+    progress.CellDone(exit.seconds, /*ran=*/true);
+    const std::string status = results::RunStatusName(outcome.status);
+    if (!options.progress_line || outcome.status != RunStatus::kOk) {
+      progress.Clear();
+      const std::string first_line = outcome.error.substr(0, outcome.error.find('\n'));
+      spdlog::info("[{}/{}] {}: {}{}", i + 1, summary.cells, status,
+                   outcome.error.empty() ? "" : first_line,
+                   outcome.error.empty() ? "" : "");
+    }
+    fs::remove(cell_file);
+    fs::remove(result_file);
+    fs::remove(stderr_file);
+  }
+  progress.Clear();
+  std::error_code ignored;
+  fs::remove_all(work, ignored);
+  return summary;
+}
+
+}  // namespace memsweep::sweep

@@ -1,0 +1,47 @@
+// RunSweep: runs every cell of an experiment plan, each in its own worker process, and records
+// each outcome in the results database as soon as the cell ends.
+//
+// - Resume: a cell whose row is already finished is skipped (ok and oom always; failed and
+//   timeout unless --rerun failed; --rerun all runs everything again). A cell left 'running'
+//   or 'pending' by an interrupted or killed runner runs again; its row is reused, so nothing is
+//   ever duplicated.
+// - A crash (abort, segfault), a budget OOM or a timeout is that cell's status with its message;
+//   the sweep goes on.
+// - Stop requests (SIGINT/SIGTERM) kill the running worker, put its cell back to 'pending' and
+//   end the sweep.
+//
+//   SweepOptions options;
+//   options.db_path = "results/memsweep.db";
+//   SweepSummary summary = RunSweep(plan, options);
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "core/experiment/experiment_plan.h"
+
+namespace memsweep::sweep {
+
+enum class Rerun : uint8_t { kNone, kFailed, kAll };
+
+struct SweepOptions {
+  std::string db_path = "results/memsweep.db";
+  Rerun rerun = Rerun::kNone;
+  double cell_timeout_seconds = 1800.0;
+  std::string work_dir;    // worker files (cell TOML, result JSON, stderr); default beside the db
+  bool progress_line = false;  // a single updating progress line (for terminals)
+  const std::atomic<bool>* stop = nullptr;  // set by a signal handler to stop the sweep
+};
+
+struct SweepSummary {
+  int64_t experiment_id = 0;
+  int64_t cells = 0;
+  int64_t skipped = 0;  // already finished
+  int64_t ok = 0, oom = 0, failed = 0, timeout = 0;
+  bool interrupted = false;
+};
+
+SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options);
+
+}  // namespace memsweep::sweep

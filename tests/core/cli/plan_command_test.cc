@@ -1,0 +1,74 @@
+// `memsweep plan` as a user runs it: lists the cells of a matrix, or exits 2 on bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/cli_runner.h"
+#include "support/run_configs.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using memsweep::testing_support::FreshTempDir;
+using memsweep::testing_support::Outcome;
+using memsweep::testing_support::RunMemsweep;
+using memsweep::testing_support::SourcePath;
+
+TEST(PlanCommandTest, ListsTheCellsOfTheQuickstartMatrix) {
+  const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml"));
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("experiment  quickstart\n"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("cells       4 (4 combinations x 1 repeat)\n"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("varying     strategies.batching.micro_batch_size, device.memory_budget\n"),
+            std::string::npos)
+      << out.output;
+  for (const char* label : {"strategies.batching.micro_batch_size=2 device.memory_budget=24MiB",
+                            "strategies.batching.micro_batch_size=2 device.memory_budget=64MiB",
+                            "strategies.batching.micro_batch_size=8 device.memory_budget=24MiB",
+                            "strategies.batching.micro_batch_size=8 device.memory_budget=64MiB"}) {
+    EXPECT_NE(out.output.find(label), std::string::npos) << label << "\n" << out.output;
+  }
+  EXPECT_NE(out.output.find(" cell  repeat  seed  hash              parameters\n"),
+            std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("\n    3       0  1234  "), std::string::npos) << out.output;
+}
+
+TEST(PlanCommandTest, SetAndRepeatsChangeThePlan) {
+  const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml") +
+                                  " --set experiment.repeats=2 --set device.memory_budget=1GiB");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("cells       4 (2 combinations x 2 repeats)\n"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("\n    3       1  1235  "), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("strategies.batching.micro_batch_size=8 device.memory_budget=1GiB"), std::string::npos)
+      << out.output;
+}
+
+TEST(PlanCommandTest, BadMatrixExitsTwoWithItsPosition) {
+  const fs::path file = FreshTempDir("plan_bad") / "bad.toml";
+  std::ofstream(file) << "[data]\npath = \""
+                      << SourcePath("experiments/data/devils-dictionary.jsonl")
+                      << "\"\n[matrix]\n\"strategies.batching.micro_batch_size\" = []\n";
+  const Outcome out = RunMemsweep("plan " + file.string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find(file.string() + ":4:27: [matrix] \"strategies.batching.micro_batch_size\" must be a "
+                                            "non-empty array"),
+            std::string::npos)
+      << out.output;
+}
+
+TEST(PlanCommandTest, AnInvalidCellExitsTwoAndNamesIt) {
+  const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml") +
+                                  " --set matrix.strategies.batching.micro_batch_size=[2,0]");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("micro_batch_size must be at least 1; in cell 2 "
+                            "(strategies.batching.micro_batch_size=0 device.memory_budget=24MiB"),
+            std::string::npos)
+      << out.output;
+}
+
+}  // namespace

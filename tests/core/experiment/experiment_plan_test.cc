@@ -1,0 +1,237 @@
+// Experiment plans: matrix errors with file:line:column, validation of every cell (errors name
+// the cell), cell hashes, the TOML round trip of cells, and the bundled experiment files.
+#include "core/experiment/experiment_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/config/config_error.h"
+#include "core/config/run_config_loader.h"
+#include "support/run_configs.h"
+
+namespace memsweep::experiment {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::SourcePath;
+
+const std::string kSource = SourcePath("experiments/test.toml");
+const std::string kData = "[data]\npath = \"data/devils-dictionary.jsonl\"\n";
+
+void AcceptAll(const Cell&) {}
+
+std::string ErrorOf(const std::string& text, const CellValidator& validate = AcceptAll,
+                    const std::vector<std::string>& overrides = {}) {
+  try {
+    ParseExperimentPlan(text, kSource, overrides, validate);
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The error must start with "file:line:column: " and contain `problem`.
+void ExpectErrorAt(const std::string& text, const std::string& position,
+                   const std::string& problem) {
+  const std::string error = ErrorOf(text);
+  EXPECT_EQ(error.rfind(kSource + ":" + position + ": ", 0), 0u) << error;
+  EXPECT_NE(error.find(problem), std::string::npos) << error;
+}
+
+TEST(ExperimentPlanTest, MatrixValuesMustBeNonEmptyArrays) {
+  ExpectErrorAt("[matrix]\n\"strategies.batching.micro_batch_size\" = 2\n", "2:27",
+                "[matrix] \"strategies.batching.micro_batch_size\" must be a non-empty array of the values");
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1]\n\"x.b\" = []\n", "3:9", "\"x.b\" must be a non-empty");
+  ExpectErrorAt("[matrix.data]\nseq_len = \"64\"\n", "2:11",
+                "\"strategies.batching.seq_len\" must be a non-empty");
+  ExpectErrorAt("matrix = 3\n", "1:10", "'matrix' must be a table [matrix]");
+}
+
+TEST(ExperimentPlanTest, MatrixKeysMustBeDottedAndDistinct) {
+  ExpectErrorAt("[matrix]\nsteps = [1, 2]\n", "2:1",
+                "[matrix] key 'steps' must name a section and a key");
+  ExpectErrorAt("[matrix]\n\"strategies.batching.seq_len\" = [1]\n[matrix.data]\nseq_len = [2]\n", "4:1",
+                "\"strategies.batching.seq_len\" is given twice");
+  ExpectErrorAt("[matrix]\n\"x.t\" = [{u = 1}]\n\"x.t.u\" = [2]\n", "3:1",
+                "[matrix] keys 'x.t' and 'x.t.u' overlap");
+}
+
+TEST(ExperimentPlanTest, ExcludeAndIncludeMustBeArraysOfTables) {
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1]\nexclude = { \"x.a\" = 1 }\n", "3:11",
+                "[matrix] exclude must be an array of tables: write each entry as "
+                "[[matrix.exclude]]");
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1]\nexclude = [1]\n", "3:12",
+                "[matrix] exclude must be an array of tables");
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1]\ninclude = \"x.a=2\"\n", "3:11",
+                "[matrix] include must be an array of tables");
+}
+
+TEST(ExperimentPlanTest, ExcludeAndIncludeKeysMustBeDotted) {
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1, 2]\n[[matrix.exclude]]\na = 1\n", "4:1",
+                "[[matrix.exclude]] key 'a' must be a dotted key");
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1, 2]\n[[matrix.include]]\nb = 1\n", "4:1",
+                "[[matrix.include]] key 'b' must be a dotted key");
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1, 2]\n[[matrix.exclude]]\n\"x.b\" = 1\n", "4:9",
+                "[[matrix.exclude]] key 'x.b' is not a key of the matrix; exclude entries match "
+                "combinations by matrix keys: x.a");
+  ExpectErrorAt("[matrix]\n\"x.a\" = [1, 2]\n[[matrix.exclude]]\n", "3:1",
+                "an empty [[matrix.exclude]] entry would remove every combination");
+}
+
+TEST(ExperimentPlanTest, AMatrixWithoutCellsIsAnError) {
+  ExpectErrorAt(
+      "[matrix]\n\"x.a\" = [1, 2]\n[[matrix.exclude]]\n\"x.a\" = 1\n"
+      "[[matrix.exclude]]\n\"x.a\" = 2\n",
+      "1:1", "[matrix] expands to zero cells: the exclude entries remove every");
+  ExpectErrorAt("[matrix]\n", "1:1", "[matrix] lists no keys to vary");
+}
+
+TEST(ExperimentPlanTest, TwoCellsThatAreTheSameRunAreAnError) {
+  const std::string error = ErrorOf("[matrix]\n\"x.a\" = [1, 1]\n");
+  EXPECT_NE(error.find("cell 0 (x.a=1, repeat 0, seed 1234) and cell 1 (x.a=1, repeat 0, seed "
+                       "1234) are the same run"),
+            std::string::npos)
+      << error;
+}
+
+TEST(ExperimentPlanTest, ValidatorErrorsNameTheCellAndPointAtTheMatrixValue) {
+  const std::string text = kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 0]\n";
+  const std::string error = ErrorOf(text, ValidateCellAsRun);
+  EXPECT_EQ(error, kSource +
+                       ":4:31: [data] micro_batch_size must be at least 1; in cell 1 "
+                       "(strategies.batching.micro_batch_size=0, repeat 0, seed 1234)");
+
+  const std::string typo =
+      ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_sise\" = [2]\n", ValidateCellAsRun);
+  EXPECT_EQ(typo.rfind(kSource + ":4:1: unknown key 'micro_batch_sise' in [data]", 0), 0u) << typo;
+
+  int calls = 0;
+  const std::string custom = ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 8, 4]\n",
+                                     [&calls](const Cell& cell) {
+                                       ++calls;
+                                       if (cell.params["strategies.batching.micro_batch_size"] == 8) {
+                                         throw config::ConfigError("8 rows do not fit");
+                                       }
+                                     });
+  EXPECT_EQ(custom, "8 rows do not fit; in cell 1 (strategies.batching.micro_batch_size=8, repeat 0, seed 1234)");
+  EXPECT_EQ(calls, 2);
+
+  calls = 0;
+  ParseExperimentPlan(kData + "[experiment]\nrepeats = 2\n[matrix]\n\"strategies.batching.seq_len\" = [8, 16]\n",
+                      kSource, {}, [&calls](const Cell&) { ++calls; });
+  EXPECT_EQ(calls, 4) << "every cell is validated";
+}
+
+TEST(ExperimentPlanTest, HashIsTheCanonicalContent) {
+  const std::string text =
+      "[experiment]\nname = \"pinned\"\nseed = 7\n[data]\npath = \"data.jsonl\"\n"
+      "micro_batch_size = 2\n";
+  const std::string reordered =
+      "[data]\nmicro_batch_size = 2\npath = \"data.jsonl\"\n[experiment]\nseed = 7\n"
+      "name = \"pinned\"\n";
+  const ExperimentPlan plan = ParseExperimentPlan(text, kSource, {}, AcceptAll);
+  ASSERT_EQ(plan.cells.size(), 1u);
+  // SHA-256 of {"data":{"micro_batch_size":2,"path":"data.jsonl"},"experiment":{"name":"pinned",
+  // "seed":7}}, first 16 hex digits.
+  EXPECT_EQ(plan.cells[0].hash, "bd454724c6451912");
+  EXPECT_EQ(ParseExperimentPlan(reordered, kSource, {}, AcceptAll).cells[0].hash,
+            "bd454724c6451912");
+  EXPECT_EQ(CellHash(config::ParseToml(reordered, "other.toml")), "bd454724c6451912");
+  EXPECT_NE(
+      ParseExperimentPlan(text, kSource, {"strategies.batching.micro_batch_size=3"}, AcceptAll).cells[0].hash,
+      "bd454724c6451912");
+  // The matrix form of the same run is the same cell.
+  EXPECT_EQ(ParseExperimentPlan(text + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2]\n", kSource, {},
+                                AcceptAll)
+                .cells[0]
+                .hash,
+            "bd454724c6451912");
+}
+
+void ExpectRoundTrip(const Cell& cell) {
+  const std::string text = CellToToml(cell);
+  const Cell back = CellFromToml(text, "cell.toml");
+  EXPECT_EQ(back.hash, cell.hash) << text;
+  EXPECT_EQ(back.index, cell.index);
+  EXPECT_EQ(back.combination, cell.combination);
+  EXPECT_EQ(back.repeat, cell.repeat);
+  EXPECT_EQ(back.seed, cell.seed);
+  EXPECT_EQ(back.source, cell.source);
+  EXPECT_EQ(back.params, cell.params) << text;
+  EXPECT_TRUE(back.document == cell.document) << text;
+}
+
+TEST(ExperimentPlanTest, CellsSurviveATomlRoundTrip) {
+  const ExperimentPlan plan = LoadExperimentPlan(SourcePath("experiments/quickstart.toml"));
+  for (const Cell& cell : plan.cells) ExpectRoundTrip(cell);
+
+  const ExperimentPlan odd = ParseExperimentPlan(
+      "[experiment]\nname = 'quote \" and \\\\ ünïcode'\nrepeats = 2\n[model]\n"
+      "[optimizer]\nlr = 0.1\neps = 1e-8\nbeta2 = 0.95\nbig = 9007199254740993\n"
+      "[strategies.precision]\nplugin = \"bf16-autocast\"\nscale = [1.5, 2, \"x\"]\n"
+      "inline = { a = 1, b = { c = 3e-3 } }\n"
+      "[matrix]\n\"optimizer.lr\" = [0.1, 0.30000000000000004]\n"
+      "\"strategies.precision\" = [{ plugin = \"fp32\" }, { plugin = \"x\", k = 1.0 }]\n",
+      kSource, {}, AcceptAll);
+  ASSERT_EQ(odd.cells.size(), 8u);
+  for (const Cell& cell : odd.cells) ExpectRoundTrip(cell);
+  EXPECT_EQ(odd.cells[7].Label(),
+            "optimizer.lr=0.30000000000000004 strategies.precision={\"k\":1.0,\"plugin\":\"x\"}");
+}
+
+TEST(ExperimentPlanTest, ACellTextThatWasChangedIsRejected) {
+  const ExperimentPlan plan = LoadExperimentPlan(SourcePath("experiments/quickstart.toml"));
+  std::string text = CellToToml(plan.cells[0]);
+  const size_t at = text.find("seq_len = 256");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 13, "seq_len = 128");
+  try {
+    CellFromToml(text, "cell.toml");
+    FAIL() << "expected a ConfigError";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cell.toml: the cell's content hashes to"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(CellFromToml("[data]\npath = \"x\"\n", "cell.toml"), config::ConfigError);
+}
+
+TEST(ExperimentPlanTest, QuickstartIsASmallMatrix) {
+  const ExperimentPlan plan = LoadExperimentPlan(SourcePath("experiments/quickstart.toml"));
+  EXPECT_EQ(plan.name, "quickstart");
+  ASSERT_EQ(plan.cells.size(), 4u);
+  EXPECT_EQ(plan.cells[0].Label(), "strategies.batching.micro_batch_size=2 device.memory_budget=24MiB");
+  EXPECT_EQ(plan.cells[1].Label(), "strategies.batching.micro_batch_size=2 device.memory_budget=64MiB");
+  EXPECT_EQ(plan.cells[2].Label(), "strategies.batching.micro_batch_size=8 device.memory_budget=24MiB");
+  EXPECT_EQ(plan.cells[3].Label(), "strategies.batching.micro_batch_size=8 device.memory_budget=64MiB");
+  // Every cell is a valid single run.
+  for (const Cell& cell : plan.cells) {
+    const config::RunConfig cfg = config::RunConfigFromTable(cell.document, cell.source);
+    EXPECT_EQ(cfg.data.path, SourcePath("experiments/data/devils-dictionary.jsonl"));
+  }
+}
+
+TEST(ExperimentPlanTest, EveryBundledExperimentHasAValidPlan) {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(SourcePath("experiments"))) {
+    if (entry.path().extension() != ".toml") continue;
+    ++files;
+    try {
+      const ExperimentPlan plan = LoadExperimentPlan(entry.path().string());
+      EXPECT_FALSE(plan.cells.empty()) << entry.path();
+    } catch (const config::ConfigError& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+  EXPECT_GT(files, 0);
+}
+
+TEST(ExperimentPlanTest, AMissingFileIsAConfigError) {
+  EXPECT_THROW(LoadExperimentPlan(SourcePath("experiments/nope.toml")), config::ConfigError);
+}
+
+}  // namespace
+}  // namespace memsweep::experiment

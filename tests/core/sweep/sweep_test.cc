@@ -1,0 +1,168 @@
+// The sweep runner as users meet it: the memsweep binary running experiment files whose cells
+// crash, hit the budget or hang; killed with SIGKILL and resumed; two sweeps sharing a database.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/results/results_db.h"
+#include "support/run_configs.h"
+
+extern char** environ;
+
+namespace memsweep::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::SourcePath;
+
+fs::path Scratch(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("memsweep_sweep_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A tiny, quick experiment; `extra` is appended (matrix, strategies ...).
+fs::path WriteExperiment(const fs::path& dir, const std::string& name, const std::string& extra) {
+  const fs::path file = dir / (name + ".toml");
+  std::ofstream(file) << "[experiment]\nname = \"" << name << "\"\nsteps = 3\nwarmup_steps = 1\n"
+                      << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
+                      << "\"\n[device]\nthreads = 1\n"
+                      << "[plugins]\npaths = [\"" << MEMSWEEP_FIXTURE_DIR << "/chaos\"]\n"
+                      << "[strategies.batching]\nseq_len = 32\nmicro_batch_size = 2\n"
+                      << extra;
+  return file;
+}
+
+pid_t Spawn(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(MEMSWEEP_BINARY));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = -1;
+  posix_spawn(&pid, MEMSWEEP_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+int ExitCodeOf(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string Scalar(results::ResultsDb& db, const std::string& sql) {
+  const results::QueryResult r = db.Query(sql);
+  return r.rows.empty() || !r.rows[0][0] ? "" : *r.rows[0][0];
+}
+
+const char* kChaosMatrix =
+    "[strategies.sharding]\nplugin = \"fixture-chaos\"\n"
+    "[matrix]\n\"strategies.sharding.action\" = [\"none\", \"abort\", \"hang\"]\n"
+    "\"device.memory_budget\" = [\"64MiB\"]\n"
+    "[[matrix.include]]\n\"strategies.sharding.action\" = \"none\"\n"
+    "\"device.memory_budget\" = \"3MiB\"\n";
+
+TEST(SweepTest, CrashOomAndTimeoutAreRecordedAndTheSweepGoesOn) {
+  const fs::path dir = Scratch("chaos");
+  const fs::path file = WriteExperiment(dir, "chaos", kChaosMatrix);
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  const int code = ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string(),
+                                     "--cell-timeout", "6"}, log));
+  EXPECT_EQ(code, 3) << ReadFile(log);
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows = db.Query(
+      "SELECT json_extract(params, '$.\"strategies.sharding.action\"'), "
+      "json_extract(params, '$.\"device.memory_budget\"'), status, error FROM run_summary "
+      "ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 4u) << ReadFile(log);
+  EXPECT_EQ(*rows.rows[0][2], "ok");
+  EXPECT_EQ(*rows.rows[1][2], "failed");
+  EXPECT_NE(rows.rows[1][3]->find("crashed: signal 6"), std::string::npos) << *rows.rows[1][3];
+  EXPECT_EQ(*rows.rows[2][2], "timeout");
+  EXPECT_EQ(*rows.rows[3][2], "oom");
+  EXPECT_NE(rows.rows[3][3]->find("Tried to allocate"), std::string::npos) << *rows.rows[3][3];
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics s JOIN runs r ON r.id = s.run_id "
+                       "WHERE r.status = 'ok'"), "3");
+
+  // Resume: nothing runs again, nothing is duplicated.
+  EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string()}, log)), 0)
+      << ReadFile(log);
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM runs"), "4");
+  EXPECT_NE(ReadFile(log).find("4 already done"), std::string::npos);
+}
+
+TEST(SweepTest, InvalidExperimentWritesNoDatabase) {
+  const fs::path dir = Scratch("invalid");
+  const fs::path file = WriteExperiment(dir, "bad", "[matrix]\n\"model.hidden_size\" = [64, 66]\n");
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string()}, log)), 2);
+  EXPECT_FALSE(fs::exists(db_path)) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("not divisible by num_attention_heads"), std::string::npos)
+      << ReadFile(log);
+}
+
+TEST(SweepTest, SigkillAtRandomMomentsThenResumeLosesAndDuplicatesNothing) {
+  const fs::path dir = Scratch("sigkill");
+  const fs::path file = WriteExperiment(
+      dir, "killed", "[matrix]\n\"strategies.batching.micro_batch_size\" = [1, 2, 3]\n"
+                     "\"experiment.seed\" = [1, 2]\n");
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  std::mt19937 rng(20261122);
+  std::uniform_int_distribution<int> delay_ms(200, 2500);
+  for (int i = 0; i < 10; ++i) {
+    const pid_t pid = Spawn({"run", file.string(), "--db", db_path.string()}, log);
+    usleep(delay_ms(rng) * 1000);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  ASSERT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string()}, log)), 0)
+      << ReadFile(log);
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  EXPECT_EQ(Scalar(db, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM runs"), "6");
+  EXPECT_EQ(Scalar(db, "SELECT count(DISTINCT cell_hash) FROM runs"), "6");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), "6");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics"), "18");  // 6 cells x 3 steps
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM run_metrics"), "6");
+}
+
+TEST(SweepTest, TwoConcurrentSweepsOnOneDatabaseBothComplete) {
+  const fs::path dir = Scratch("concurrent");
+  const std::string matrix = "[matrix]\n\"strategies.batching.micro_batch_size\" = [1, 2, 3]\n";
+  const fs::path a = WriteExperiment(dir, "first", matrix);
+  const fs::path b = WriteExperiment(dir, "second", matrix);
+  const fs::path db_path = dir / "r.db";
+  const pid_t pa = Spawn({"run", a.string(), "--db", db_path.string()}, dir / "a.txt");
+  const pid_t pb = Spawn({"run", b.string(), "--db", db_path.string()}, dir / "b.txt");
+  EXPECT_EQ(ExitCodeOf(pa), 0) << ReadFile(dir / "a.txt");
+  EXPECT_EQ(ExitCodeOf(pb), 0) << ReadFile(dir / "b.txt");
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM run_summary WHERE status = 'ok'"), "6");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics"), "18");
+  EXPECT_EQ(Scalar(db, "PRAGMA integrity_check"), "ok");
+}
+
+}  // namespace
+}  // namespace memsweep::sweep
