@@ -1,11 +1,13 @@
 // memsweep command line: one file per subcommand; this file only wires them up.
 //
-// Exit codes (docs/cli.md): 0 the run completed (an OOM against the budget is a result),
-// 1 the run failed, 2 invalid input.
+// Exit codes (docs/cli.md): 0 the run completed (an OOM against the budget is a result) or the
+// query / comparison was printed, 1 the run failed, 2 invalid input.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/cli/compare_command.h"
+#include "core/cli/query_command.h"
 #include "core/cli/run_command.h"
 #include "core/memory/tracking_allocator.h"
 
@@ -21,6 +23,10 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   memsweep::cli::RunOptions run_options;
   memsweep::cli::AddRunCommand(app, run_options, exit_code);
+  memsweep::cli::QueryOptions query_options;
+  memsweep::cli::AddQueryCommand(app, query_options, exit_code);
+  memsweep::cli::CompareCommandOptions compare_options;
+  memsweep::cli::AddCompareCommand(app, compare_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
