@@ -1,13 +1,15 @@
 // memsweep command line: one file per subcommand; this file only wires them up.
 //
-// Exit codes (docs/cli.md): 0 the run completed (an OOM against the budget is a result),
-// 1 the run failed, 2 invalid input.
+// Exit codes (docs/cli.md): 0 the run completed (an OOM against the budget is a result) or the
+// query / comparison was printed, 1 the run failed, 2 invalid input.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "core/cli/plugins_command.h"
 #include "core/cli/plan_command.h"
+#include "core/cli/compare_command.h"
+#include "core/cli/query_command.h"
 #include "core/cli/run_command.h"
 #include "core/cli/worker_command.h"
 #include "core/memory/tracking_allocator.h"
@@ -30,6 +32,10 @@ int main(int argc, char** argv) {
   memsweep::cli::AddWorkerCommand(app, worker_options, exit_code);
   memsweep::cli::PlanOptions plan_options;
   memsweep::cli::AddPlanCommand(app, plan_options, exit_code);
+  memsweep::cli::QueryOptions query_options;
+  memsweep::cli::AddQueryCommand(app, query_options, exit_code);
+  memsweep::cli::CompareCommandOptions compare_options;
+  memsweep::cli::AddCompareCommand(app, compare_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "core/config/config_error.h"
 #include "core/experiment/experiment_plan.h"
@@ -29,17 +30,38 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
+// The params column as "micro_batch_size=2 memory_budget=24MiB": last dotted component only.
+results::QueryResult WithShortParams(results::QueryResult rows) {
+  for (auto& row : rows.rows) {
+    if (!row[3]) continue;
+    const nlohmann::json params = nlohmann::json::parse(*row[3], nullptr, false);
+    if (!params.is_object()) continue;
+    std::string label;
+    for (const auto& [key, value] : params.items()) {
+      const std::string name = key.substr(key.rfind('.') + 1);
+      label += (label.empty() ? "" : " ") + name + "=" +
+               (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    row[3] = label;
+  }
+  return rows;
+}
+
 void PrintCells(const std::string& db_path, int64_t experiment_id) {
   results::ResultsDb db(db_path, results::ResultsDb::Mode::kReadOnly);
   const results::QueryResult rows = db.Query(
       "SELECT cell_index AS cell, repeat, status, params, "
-      "printf('%.2f MiB', peak_allocated_bytes / 1048576.0) AS peak_allocated, "
-      "printf('%.2f MiB', peak_reserved_bytes / 1048576.0) AS peak_reserved, "
-      "printf('%.1f', tokens_per_s) AS tokens_per_s, printf('%.4f', final_loss) AS final_loss "
+      "CASE WHEN status = 'ok' THEN printf('%.2f MiB', peak_allocated_bytes / 1048576.0) END "
+      "AS peak_allocated, "
+      "CASE WHEN status = 'ok' THEN printf('%.2f MiB', peak_reserved_bytes / 1048576.0) END "
+      "AS peak_reserved, "
+      "CASE WHEN status = 'ok' THEN printf('%.1f', tokens_per_s) END AS tokens_per_s, "
+      "CASE WHEN status = 'ok' THEN printf('%.4f', final_loss) END AS final_loss, "
+      "substr(replace(error, char(10), ' '), 1, 60) AS error "
       "FROM run_summary WHERE run_id IN (SELECT id FROM runs WHERE experiment_id = ?1) "
       "ORDER BY cell_index, repeat",
       {std::to_string(experiment_id)});
-  std::cout << results::FormatTable(rows);
+  std::cout << results::FormatTable(WithShortParams(rows));
 }
 
 int RunExperiment(const RunOptions& options) {

@@ -7,6 +7,7 @@
 
 #include "core/config/run_config_loader.h"
 #include "core/config/strategy_resolver.h"
+#include "core/experiment/cell.h"
 #include "core/report/run_report.h"
 #include "core/train/trainer.h"
 
@@ -20,8 +21,8 @@ int RunCell(const WorkerOptions& options) {
     if (!in) throw config::ConfigError(options.cell_path + ": cannot read the cell file");
     std::stringstream text;
     text << in.rdbuf();
-    cfg = config::RunConfigFromTable(config::ParseToml(text.str(), options.cell_path),
-                                     options.source);
+    const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell_path);
+    cfg = config::RunConfigFromTable(cell.document, options.source);
   } catch (const config::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/experiment/toml_json.h"
 #include "core/memory/byte_size.h"
 #include "core/results/results_db.h"
 #include "core/sweep/cell_process.h"
@@ -41,7 +42,7 @@ results::CellInfo InfoOf(const experiment::Cell& cell) {
   info.cell_index = cell.index;
   info.repeat = cell.repeat;
   info.seed = static_cast<int64_t>(cell.seed);
-  info.config_json = cell.params.is_null() ? "{}" : "{}";
+  info.config_json = experiment::TomlToJson(cell.document).dump();
   info.params_json = cell.params.dump();
   return info;
 }
@@ -160,9 +161,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     if (!options.progress_line || outcome.status != RunStatus::kOk) {
       progress.Clear();
       const std::string first_line = outcome.error.substr(0, outcome.error.find('\n'));
-      spdlog::info("[{}/{}] {}: {}{}", i + 1, summary.cells, status,
-                   outcome.error.empty() ? "" : first_line,
-                   outcome.error.empty() ? "" : "");
+      spdlog::info("[{}/{}] {}{}{}", i + 1, summary.cells, status,
+                   outcome.error.empty() ? "" : ": ", first_line);
     }
     fs::remove(cell_file);
     fs::remove(result_file);

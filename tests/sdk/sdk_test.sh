@@ -19,8 +19,11 @@ cmake --build "$work/example/build" >/dev/null
 "$work/prefix/bin/memsweep" plugins --path "$work/example/build/peak_logger.so" \
   | grep -A3 "peak-logger 0.1.0"
 cd "$work/example"
-"$work/prefix/bin/memsweep" run experiment.toml --quiet --json "$work/result.json"
-grep -q '"peak_logger.samples": 2.0' "$work/result.json" || {
-  echo "FAIL: the plugin's figures are not in the result"; cat "$work/result.json"; exit 1; }
-grep -q '"name": "peak-logger"' "$work/result.json"
+"$work/prefix/bin/memsweep" run experiment.toml --db "$work/r.db"
+figures=$("$work/prefix/bin/memsweep" query --db "$work/r.db" --format csv \
+  "SELECT p.name, m.value FROM run_plugins p JOIN plugin_metrics m ON m.run_id = p.run_id
+   WHERE p.slot = 'callbacks' AND m.name = 'peak_logger.samples'")
+echo "$figures"
+grep -q "peak-logger,2.0" <<<"$figures" || {
+  echo "FAIL: the plugin's figures are not in the results database"; exit 1; }
 echo "SDK example plugin built against the installed SDK and ran: OK"

@@ -25,10 +25,10 @@ TEST(PlanCommandTest, ListsTheCellsOfTheQuickstartMatrix) {
   EXPECT_NE(out.output.find("varying     strategies.batching.micro_batch_size, device.memory_budget\n"),
             std::string::npos)
       << out.output;
-  for (const char* label : {"strategies.batching.micro_batch_size=2 device.memory_budget=24MiB",
-                            "strategies.batching.micro_batch_size=2 device.memory_budget=64MiB",
-                            "strategies.batching.micro_batch_size=8 device.memory_budget=24MiB",
-                            "strategies.batching.micro_batch_size=8 device.memory_budget=64MiB"}) {
+  for (const char* label : {"device.memory_budget=24MiB strategies.batching.micro_batch_size=2",
+                            "device.memory_budget=64MiB strategies.batching.micro_batch_size=2",
+                            "device.memory_budget=24MiB strategies.batching.micro_batch_size=8",
+                            "device.memory_budget=64MiB strategies.batching.micro_batch_size=8"}) {
     EXPECT_NE(out.output.find(label), std::string::npos) << label << "\n" << out.output;
   }
   EXPECT_NE(out.output.find(" cell  repeat  seed  hash              parameters\n"),
@@ -44,7 +44,7 @@ TEST(PlanCommandTest, SetAndRepeatsChangeThePlan) {
   EXPECT_NE(out.output.find("cells       4 (2 combinations x 2 repeats)\n"), std::string::npos)
       << out.output;
   EXPECT_NE(out.output.find("\n    3       1  1235  "), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("strategies.batching.micro_batch_size=8 device.memory_budget=1GiB"), std::string::npos)
+  EXPECT_NE(out.output.find("device.memory_budget=1GiB strategies.batching.micro_batch_size=8"), std::string::npos)
       << out.output;
 }
 
@@ -55,7 +55,7 @@ TEST(PlanCommandTest, BadMatrixExitsTwoWithItsPosition) {
                       << "\"\n[matrix]\n\"strategies.batching.micro_batch_size\" = []\n";
   const Outcome out = RunMemsweep("plan " + file.string());
   EXPECT_EQ(out.exit_code, 2) << out.output;
-  EXPECT_NE(out.output.find(file.string() + ":4:27: [matrix] \"strategies.batching.micro_batch_size\" must be a "
+  EXPECT_NE(out.output.find(file.string() + ":4:42: [matrix] \"strategies.batching.micro_batch_size\" must be a "
                                             "non-empty array"),
             std::string::npos)
       << out.output;
@@ -66,7 +66,7 @@ TEST(PlanCommandTest, AnInvalidCellExitsTwoAndNamesIt) {
                                   " --set matrix.strategies.batching.micro_batch_size=[2,0]");
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("micro_batch_size must be at least 1; in cell 2 "
-                            "(strategies.batching.micro_batch_size=0 device.memory_budget=24MiB"),
+                            "(device.memory_budget=24MiB strategies.batching.micro_batch_size=0"),
             std::string::npos)
       << out.output;
 }

@@ -42,19 +42,19 @@ void ExpectErrorAt(const std::string& text, const std::string& position,
 }
 
 TEST(ExperimentPlanTest, MatrixValuesMustBeNonEmptyArrays) {
-  ExpectErrorAt("[matrix]\n\"strategies.batching.micro_batch_size\" = 2\n", "2:27",
-                "[matrix] \"strategies.batching.micro_batch_size\" must be a non-empty array of the values");
+  ExpectErrorAt("[matrix]\n\"data.micro_batch_size\" = 2\n", "2:27",
+                "[matrix] \"data.micro_batch_size\" must be a non-empty array of the values");
   ExpectErrorAt("[matrix]\n\"x.a\" = [1]\n\"x.b\" = []\n", "3:9", "\"x.b\" must be a non-empty");
   ExpectErrorAt("[matrix.data]\nseq_len = \"64\"\n", "2:11",
-                "\"strategies.batching.seq_len\" must be a non-empty");
+                "\"data.seq_len\" must be a non-empty");
   ExpectErrorAt("matrix = 3\n", "1:10", "'matrix' must be a table [matrix]");
 }
 
 TEST(ExperimentPlanTest, MatrixKeysMustBeDottedAndDistinct) {
   ExpectErrorAt("[matrix]\nsteps = [1, 2]\n", "2:1",
                 "[matrix] key 'steps' must name a section and a key");
-  ExpectErrorAt("[matrix]\n\"strategies.batching.seq_len\" = [1]\n[matrix.data]\nseq_len = [2]\n", "4:1",
-                "\"strategies.batching.seq_len\" is given twice");
+  ExpectErrorAt("[matrix]\n\"data.seq_len\" = [1]\n[matrix.data]\nseq_len = [2]\n", "4:1",
+                "\"data.seq_len\" is given twice");
   ExpectErrorAt("[matrix]\n\"x.t\" = [{u = 1}]\n\"x.t.u\" = [2]\n", "3:1",
                 "[matrix] keys 'x.t' and 'x.t.u' overlap");
 }
@@ -98,29 +98,35 @@ TEST(ExperimentPlanTest, TwoCellsThatAreTheSameRunAreAnError) {
 }
 
 TEST(ExperimentPlanTest, ValidatorErrorsNameTheCellAndPointAtTheMatrixValue) {
-  const std::string text = kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 0]\n";
+  const std::string text = kData + "[matrix]\n\"experiment.steps\" = [2, 0]\n";
   const std::string error = ErrorOf(text, ValidateCellAsRun);
   EXPECT_EQ(error, kSource +
-                       ":4:31: [data] micro_batch_size must be at least 1; in cell 1 "
-                       "(strategies.batching.micro_batch_size=0, repeat 0, seed 1234)");
+                       ":4:26: [experiment] steps must be at least 1; in cell 1 "
+                       "(experiment.steps=0, repeat 0, seed 1234)");
+  // A plugin's own range check names the plugin and the cell.
+  EXPECT_NE(ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 0]\n",
+                    ValidateCellAsRun)
+                .find("plugin 'default' (batching) could not be created: micro_batch_size must be "
+                      "at least 1; in cell 1 (strategies.batching.micro_batch_size=0"),
+            std::string::npos);
 
   const std::string typo =
-      ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_sise\" = [2]\n", ValidateCellAsRun);
+      ErrorOf(kData + "[matrix]\n\"data.micro_batch_sise\" = [2]\n", ValidateCellAsRun);
   EXPECT_EQ(typo.rfind(kSource + ":4:1: unknown key 'micro_batch_sise' in [data]", 0), 0u) << typo;
 
   int calls = 0;
-  const std::string custom = ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 8, 4]\n",
+  const std::string custom = ErrorOf(kData + "[matrix]\n\"data.micro_batch_size\" = [2, 8, 4]\n",
                                      [&calls](const Cell& cell) {
                                        ++calls;
-                                       if (cell.params["strategies.batching.micro_batch_size"] == 8) {
+                                       if (cell.params["data.micro_batch_size"] == 8) {
                                          throw config::ConfigError("8 rows do not fit");
                                        }
                                      });
-  EXPECT_EQ(custom, "8 rows do not fit; in cell 1 (strategies.batching.micro_batch_size=8, repeat 0, seed 1234)");
+  EXPECT_EQ(custom, "8 rows do not fit; in cell 1 (data.micro_batch_size=8, repeat 0, seed 1234)");
   EXPECT_EQ(calls, 2);
 
   calls = 0;
-  ParseExperimentPlan(kData + "[experiment]\nrepeats = 2\n[matrix]\n\"strategies.batching.seq_len\" = [8, 16]\n",
+  ParseExperimentPlan(kData + "[experiment]\nrepeats = 2\n[matrix]\n\"data.seq_len\" = [8, 16]\n",
                       kSource, {}, [&calls](const Cell&) { ++calls; });
   EXPECT_EQ(calls, 4) << "every cell is validated";
 }
@@ -141,10 +147,10 @@ TEST(ExperimentPlanTest, HashIsTheCanonicalContent) {
             "bd454724c6451912");
   EXPECT_EQ(CellHash(config::ParseToml(reordered, "other.toml")), "bd454724c6451912");
   EXPECT_NE(
-      ParseExperimentPlan(text, kSource, {"strategies.batching.micro_batch_size=3"}, AcceptAll).cells[0].hash,
+      ParseExperimentPlan(text, kSource, {"data.micro_batch_size=3"}, AcceptAll).cells[0].hash,
       "bd454724c6451912");
   // The matrix form of the same run is the same cell.
-  EXPECT_EQ(ParseExperimentPlan(text + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2]\n", kSource, {},
+  EXPECT_EQ(ParseExperimentPlan(text + "[matrix]\n\"data.micro_batch_size\" = [2]\n", kSource, {},
                                 AcceptAll)
                 .cells[0]
                 .hash,
@@ -203,10 +209,10 @@ TEST(ExperimentPlanTest, QuickstartIsASmallMatrix) {
   const ExperimentPlan plan = LoadExperimentPlan(SourcePath("experiments/quickstart.toml"));
   EXPECT_EQ(plan.name, "quickstart");
   ASSERT_EQ(plan.cells.size(), 4u);
-  EXPECT_EQ(plan.cells[0].Label(), "strategies.batching.micro_batch_size=2 device.memory_budget=24MiB");
-  EXPECT_EQ(plan.cells[1].Label(), "strategies.batching.micro_batch_size=2 device.memory_budget=64MiB");
-  EXPECT_EQ(plan.cells[2].Label(), "strategies.batching.micro_batch_size=8 device.memory_budget=24MiB");
-  EXPECT_EQ(plan.cells[3].Label(), "strategies.batching.micro_batch_size=8 device.memory_budget=64MiB");
+  EXPECT_EQ(plan.cells[0].Label(), "device.memory_budget=24MiB strategies.batching.micro_batch_size=2");
+  EXPECT_EQ(plan.cells[1].Label(), "device.memory_budget=64MiB strategies.batching.micro_batch_size=2");
+  EXPECT_EQ(plan.cells[2].Label(), "device.memory_budget=24MiB strategies.batching.micro_batch_size=8");
+  EXPECT_EQ(plan.cells[3].Label(), "device.memory_budget=64MiB strategies.batching.micro_batch_size=8");
   // Every cell is a valid single run.
   for (const Cell& cell : plan.cells) {
     const config::RunConfig cfg = config::RunConfigFromTable(cell.document, cell.source);

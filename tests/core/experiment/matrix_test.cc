@@ -59,7 +59,7 @@ TEST(MatrixTest, CartesianProductInFileOrderFirstKeySlowest) {
 
 TEST(MatrixTest, NestedTablesAndDottedKeysFlattenToTheQuotedForm) {
   const ExperimentPlan quoted = Plan(
-      "[matrix]\n\"strategies.batching.micro_batch_size\" = [1, 2]\n\"device.memory_budget\" = [\"32MiB\"]\n"
+      "[matrix]\n\"data.micro_batch_size\" = [1, 2]\n\"device.memory_budget\" = [\"32MiB\"]\n"
       "\"strategies.precision.plugin\" = [\"fp32\", \"bf16-autocast\"]\n");
   const ExperimentPlan nested = Plan(
       "[matrix.data]\nmicro_batch_size = [1, 2]\n[matrix.device]\nmemory_budget = [\"32MiB\"]\n"
@@ -77,7 +77,7 @@ TEST(MatrixTest, ValuesLandInTheDocumentAndOtherTablesPassThrough) {
       "[data]\nseq_len = 64\nmicro_batch_size = 8\n"
       "[strategies.precision]\nplugin = \"fp32\"\nloss_scale = 1024.0\n"
       "[strategies.checkpointing]\nplugin = \"none\"\n"
-      "[matrix]\n\"strategies.batching.micro_batch_size\" = [2]\n"
+      "[matrix]\n\"data.micro_batch_size\" = [2]\n"
       "\"strategies.precision.plugin\" = [\"bf16-autocast\"]\n\"strategies.offload.plugin\" = "
       "[\"cpu\"]\n");
   ASSERT_EQ(plan.cells.size(), 1u);
@@ -128,10 +128,10 @@ TEST(MatrixTest, IncludeExtendsMatchingCombinationsOrAddsItsOwn) {
 TEST(MatrixTest, IncludeMayAddANonMatrixKeyToSomeCombinations) {
   const ExperimentPlan plan = Plan(
       "[optimizer]\nlr = 0.003\n"
-      "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 8]\n"
-      "[[matrix.include]]\n\"strategies.batching.micro_batch_size\" = 8\n\"optimizer.lr\" = 0.001\n");
-  const std::vector<json> expected = {{{"strategies.batching.micro_batch_size", 2}},
-                                      {{"strategies.batching.micro_batch_size", 8}, {"optimizer.lr", 0.001}}};
+      "[matrix]\n\"data.micro_batch_size\" = [2, 8]\n"
+      "[[matrix.include]]\n\"data.micro_batch_size\" = 8\n\"optimizer.lr\" = 0.001\n");
+  const std::vector<json> expected = {{{"data.micro_batch_size", 2}},
+                                      {{"data.micro_batch_size", 8}, {"optimizer.lr", 0.001}}};
   EXPECT_EQ(Params(plan), expected);
   EXPECT_EQ(plan.cells[0].document["optimizer"]["lr"].value<double>(), 0.003);
   EXPECT_EQ(plan.cells[1].document["optimizer"]["lr"].value<double>(), 0.001);

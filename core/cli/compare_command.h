@@ -1,0 +1,26 @@
+// `memsweep compare [--db FILE] [--experiment NAME] [--baseline RUN_ID | key=value[,...]]
+// [--format table|csv|json]`: each cell of an experiment against a baseline cell, then the main
+// effect of each matrix key that varies. Definitions: docs/results.md.
+//
+//   memsweep compare --experiment ablation --baseline data.micro_batch_size=8
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "core/cli/query_command.h"
+
+namespace memsweep::cli {
+
+struct CompareCommandOptions {
+  std::string db_path = kDefaultResultsDb;
+  std::string experiment;  // "" = the most recently created one
+  std::string baseline;    // "" = the lowest cell_index with status ok
+  std::string format = "table";
+};
+
+// Registers the subcommand; when it runs, its exit code is stored in `exit_code`
+// (0 printed, 2 no database, unknown experiment or baseline, nothing to compare).
+void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, int& exit_code);
+
+}  // namespace memsweep::cli

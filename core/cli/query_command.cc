@@ -1,0 +1,45 @@
+#include "core/cli/query_command.h"
+
+#include <iostream>
+
+#include "core/results/output_format.h"
+#include "core/results/results_db.h"
+
+namespace memsweep::cli {
+namespace {
+
+int Query(const QueryOptions& options) {
+  const results::OutputFormat format =
+      results::ParseOutputFormat(options.format).value_or(results::OutputFormat::kTable);
+  try {
+    results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadOnly);
+    const results::QueryResult result = db.Query(options.sql);
+    std::cout << results::FormatQueryResult(result, format);
+    if (format == results::OutputFormat::kTable) {
+      const size_t rows = result.rows.size();
+      std::cout << "(" << rows << (rows == 1 ? " row)\n" : " rows)\n");
+    }
+    return 0;
+  } catch (const results::ResultsError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+
+void AddQueryCommand(CLI::App& app, QueryOptions& options, int& exit_code) {
+  CLI::App* query = app.add_subcommand(
+      "query", "Run one SQL statement on the results database (read-only) and print its rows");
+  query->add_option("sql", options.sql, "SQL, e.g. \"SELECT * FROM run_summary\"")->required();
+  query->add_option("--db", options.db_path, "Results database")->capture_default_str();
+  query->add_option("--format", options.format, "Output format")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  query->callback([&options, &exit_code] { exit_code = Query(options); });
+}
+
+}  // namespace memsweep::cli

@@ -1,0 +1,25 @@
+// `memsweep query [--db FILE] [--format table|csv|json] "SQL"`: runs one SQL statement on the
+// results database, opened read-only, and prints its rows. Tables and the run_summary view:
+// docs/results.md.
+//
+//   memsweep query "SELECT run_id, status, tokens_per_s FROM run_summary ORDER BY run_id"
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace memsweep::cli {
+
+inline constexpr const char* kDefaultResultsDb = "results/memsweep.db";
+
+struct QueryOptions {
+  std::string db_path = kDefaultResultsDb;
+  std::string format = "table";
+  std::string sql;
+};
+
+// Registers the subcommand; when it runs, its exit code is stored in `exit_code`
+// (0 printed, 2 bad SQL or no database).
+void AddQueryCommand(CLI::App& app, QueryOptions& options, int& exit_code);
+
+}  // namespace memsweep::cli

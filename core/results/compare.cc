@@ -1,0 +1,231 @@
+#include "core/results/compare.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "core/results/main_effects.h"
+
+namespace memsweep::results {
+namespace {
+
+using nlohmann::json;
+
+using Value = std::pair<std::optional<std::string>, ValueKind>;
+
+Value Integer(int64_t value) { return {std::to_string(value), ValueKind::kInteger}; }
+
+Value Real(std::optional<double> value) {
+  if (!value) return {std::nullopt, ValueKind::kNull};
+  return {RealToText(*value), ValueKind::kReal};
+}
+
+Value RoundedInteger(std::optional<double> value) {
+  if (!value) return {std::nullopt, ValueKind::kNull};
+  return Integer(std::llround(*value));
+}
+
+Value Text(const std::string& value) { return {value, ValueKind::kText}; }
+
+Value Param(const json& value) {
+  if (value.is_null()) return {std::nullopt, ValueKind::kNull};
+  if (value.is_number_integer()) return Integer(value.get<int64_t>());
+  if (value.is_number_float()) return Real(value.get<double>());
+  return Text(ParamText(value));
+}
+
+void AddRow(QueryResult& table, const std::vector<Value>& row) {
+  std::vector<std::optional<std::string>> values;
+  std::vector<ValueKind> kinds;
+  for (const auto& [text, kind] : row) {
+    values.push_back(text);
+    kinds.push_back(kind);
+  }
+  table.AddRow(std::move(values), std::move(kinds));
+}
+
+ExperimentRow ChooseExperiment(ResultsDb& db, const std::string& name) {
+  if (std::optional<ExperimentRow> experiment = db.LatestExperiment(name)) return *experiment;
+  if (name.empty()) throw ResultsError(db.path(), "no experiments yet");
+  std::string known;
+  for (const auto& row : db.Query("SELECT DISTINCT name FROM experiments ORDER BY name").rows) {
+    known += (known.empty() ? "" : ", ") + row[0].value_or("");
+  }
+  throw ResultsError(db.path(), "no experiment named '" + name + "' (experiments: " + known + ")");
+}
+
+std::optional<double> OptionalNumber(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  return std::strtod(text->c_str(), nullptr);
+}
+
+std::vector<RunFigures> LoadRuns(ResultsDb& db, int64_t experiment_id) {
+  const QueryResult result = db.Query(
+      "SELECT run_id, cell_index, status, params, peak_allocated_bytes, peak_reserved_bytes, "
+      "tokens_per_s, final_loss FROM run_summary "
+      "WHERE experiment_id = ?1 AND status IN ('ok', 'oom') ORDER BY cell_index, repeat, run_id",
+      {std::to_string(experiment_id)});
+  std::vector<RunFigures> runs;
+  for (const auto& row : result.rows) {
+    RunFigures run;
+    run.run_id = std::stoll(row[0].value_or("0"));
+    run.cell_index = std::stoll(row[1].value_or("0"));
+    run.status = row[2] == std::optional<std::string>("oom") ? RunStatus::kOom : RunStatus::kOk;
+    const json params = json::parse(row[3].value_or("{}"), nullptr, /*allow_exceptions=*/false);
+    if (params.is_object()) run.params = params;
+    run.peak_allocated_bytes = OptionalNumber(row[4]);
+    run.peak_reserved_bytes = OptionalNumber(row[5]);
+    run.tokens_per_s = OptionalNumber(row[6]);
+    run.final_loss = OptionalNumber(row[7]);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+int64_t CountOtherRuns(ResultsDb& db, int64_t experiment_id) {
+  const QueryResult result =
+      db.Query("SELECT count(*) FROM runs WHERE experiment_id = ?1 AND status NOT IN ('ok', 'oom')",
+               {std::to_string(experiment_id)});
+  return std::stoll(result.rows.at(0).at(0).value_or("0"));
+}
+
+QueryResult CellsTable(const std::vector<CellFigures>& cells,
+                       const std::vector<std::string>& factors, const CellFigures& baseline) {
+  QueryResult table;
+  table.columns.push_back("cell");
+  table.columns.insert(table.columns.end(), factors.begin(), factors.end());
+  for (const char* column :
+       {"n", "status", "peak_allocated_bytes", "peak_allocated_ratio", "peak_reserved_ratio",
+        "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta"}) {
+    table.columns.push_back(column);
+  }
+  for (const CellFigures& cell : cells) {
+    std::vector<Value> row = {Integer(cell.cell_index)};
+    for (const std::string& factor : factors) row.push_back(Param(ParamValue(cell.params, factor)));
+    row.push_back(Integer(cell.RunCount()));
+    row.push_back(Text(cell.Status()));
+    row.push_back(RoundedInteger(cell.peak_allocated_bytes));
+    row.push_back(Real(Ratio(cell.peak_allocated_bytes, baseline.peak_allocated_bytes)));
+    row.push_back(Real(Ratio(cell.peak_reserved_bytes, baseline.peak_reserved_bytes)));
+    row.push_back(Real(cell.tokens_per_s));
+    row.push_back(Real(Ratio(cell.tokens_per_s, baseline.tokens_per_s)));
+    row.push_back(Real(cell.final_loss));
+    row.push_back(Real(Delta(cell.final_loss, baseline.final_loss)));
+    AddRow(table, row);
+  }
+  return table;
+}
+
+QueryResult EffectsTable(const std::vector<FactorLevelEffect>& effects) {
+  QueryResult table;
+  table.columns = {"factor",
+                   "value",
+                   "cells",
+                   "oom_cells",
+                   "peak_allocated_ratio",
+                   "peak_reserved_ratio",
+                   "tokens_per_s_ratio",
+                   "final_loss_delta"};
+  for (const FactorLevelEffect& effect : effects) {
+    AddRow(table, {Text(effect.factor), Param(effect.value), Integer(effect.cells),
+                   Integer(effect.oom_cells), Real(effect.peak_allocated_ratio),
+                   Real(effect.peak_reserved_ratio), Real(effect.tokens_per_s_ratio),
+                   Real(effect.final_loss_delta)});
+  }
+  return table;
+}
+
+std::string DescribeParams(const json& params, const std::vector<std::string>& keys) {
+  std::string text;
+  for (const std::string& key : keys) {
+    text += (text.empty() ? "" : ", ") + key + "=" + ParamText(ParamValue(params, key));
+  }
+  return text;
+}
+
+std::string Plural(int64_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+std::string TableHeading(const Comparison& comparison) {
+  std::ostringstream out;
+  const Comparison& c = comparison;
+  out << "experiment '" << c.experiment.name << "' (id " << c.experiment.id << ", created "
+      << c.experiment.created_at << ")\n"
+      << Plural(static_cast<int64_t>(c.cells.rows.size()), "cell") << " from "
+      << Plural(c.compared_runs, "run") << " with status ok or oom";
+  if (c.other_runs > 0) {
+    out << "; " << Plural(c.other_runs, "other run") << " (pending, running, failed, timeout) "
+        << "not compared";
+  }
+  out << "\nbaseline: cell " << c.baseline.cell_index;
+  if (!c.factors.empty()) out << " (" << DescribeParams(c.baseline.params, c.factors) << ")";
+  out << ", " << Plural(c.baseline.ok_runs, "ok run") << "\n\n";
+  return out.str();
+}
+
+nlohmann::ordered_json ComparisonToJson(const Comparison& c) {
+  nlohmann::ordered_json out;
+  out["experiment"] = {{"id", c.experiment.id},
+                       {"name", c.experiment.name},
+                       {"created_at", c.experiment.created_at}};
+  out["baseline"] = {{"cell", c.baseline.cell_index},
+                     {"run_ids", c.baseline.run_ids},
+                     {"params", nlohmann::ordered_json::parse(c.baseline.params.dump())}};
+  out["compared_runs"] = c.compared_runs;
+  out["other_runs"] = c.other_runs;
+  out["cells"] = QueryResultToJson(c.cells);
+  out["effects"] = QueryResultToJson(c.effects);
+  return out;
+}
+
+}  // namespace
+
+Comparison Compare(ResultsDb& db, const CompareOptions& options) {
+  Comparison comparison;
+  comparison.experiment = ChooseExperiment(db, options.experiment);
+  const int64_t experiment_id = comparison.experiment.id;
+  const std::vector<RunFigures> runs = LoadRuns(db, experiment_id);
+  comparison.compared_runs = static_cast<int64_t>(runs.size());
+  comparison.other_runs = CountOtherRuns(db, experiment_id);
+  const std::vector<CellFigures> cells = GroupIntoCells(runs);
+  if (cells.empty()) {
+    throw ResultsError(db.path(), "experiment '" + comparison.experiment.name +
+                                      "' has no run with status ok or oom yet");
+  }
+  try {
+    comparison.baseline = cells[FindBaselineCell(cells, options.baseline)];
+  } catch (const std::invalid_argument& e) {
+    throw ResultsError(db.path(), "experiment '" + comparison.experiment.name + "': " + e.what());
+  }
+  comparison.factors = VaryingKeys(cells);
+  comparison.cells = CellsTable(cells, comparison.factors, comparison.baseline);
+  comparison.effects = EffectsTable(MainEffects(cells, comparison.baseline));
+  return comparison;
+}
+
+std::string FormatComparison(const Comparison& comparison, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kTable: {
+      std::string out = TableHeading(comparison) + FormatTable(comparison.cells);
+      if (comparison.effects.rows.empty()) return out;
+      return out +
+             "\neffect of each factor (mean over the cells with each value, relative to the "
+             "cells with the baseline's value):\n\n" +
+             FormatTable(comparison.effects);
+    }
+    case OutputFormat::kCsv: {
+      std::string out = FormatCsv(comparison.cells);
+      if (comparison.effects.rows.empty()) return out;
+      return out + "\r\n" + FormatCsv(comparison.effects);
+    }
+    case OutputFormat::kJson:
+      return ComparisonToJson(comparison)
+                 .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+             "\n";
+  }
+  return "";
+}
+
+}  // namespace memsweep::results

@@ -1,0 +1,50 @@
+// `memsweep compare`: the cells of one experiment against a baseline cell (peak memory and
+// throughput ratios, final-loss difference; repeats averaged), then the main effect of every
+// matrix key that varies. Definitions: docs/results.md, "compare".
+//
+//   ResultsDb db("results/memsweep.db", ResultsDb::Mode::kReadOnly);
+//   CompareOptions options;
+//   options.baseline = "data.micro_batch_size=8";
+//   std::cout << FormatComparison(Compare(db, options), OutputFormat::kTable);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/results/cell_figures.h"
+#include "core/results/output_format.h"
+#include "core/results/query_result.h"
+#include "core/results/results_db.h"
+
+namespace memsweep::results {
+
+struct CompareOptions {
+  std::string experiment;  // "" = the most recently created experiment
+  std::string baseline;    // "" | "RUN_ID" | "key=value[,key=value]" (FindBaselineCell)
+};
+
+struct Comparison {
+  ExperimentRow experiment;
+  std::vector<std::string> factors;  // the matrix keys that vary across the compared cells
+  CellFigures baseline;
+  int64_t compared_runs = 0;  // runs with status ok or oom
+  int64_t other_runs = 0;     // pending, running, failed or timeout: not compared
+  // cell, one column per factor, n, status, peak_allocated_bytes, peak_allocated_ratio,
+  // peak_reserved_ratio, tokens_per_s, tokens_per_s_ratio, final_loss, final_loss_delta
+  QueryResult cells;
+  // factor, value, cells, oom_cells, peak_allocated_ratio, peak_reserved_ratio,
+  // tokens_per_s_ratio, final_loss_delta; no rows when no key varies
+  QueryResult effects;
+};
+
+// Throws ResultsError for an unknown experiment, a baseline that names no usable cell, or an
+// experiment without ok or oom runs.
+Comparison Compare(ResultsDb& db, const CompareOptions& options);
+
+// Table: a heading, the cells, then the effects under their own heading. CSV: the cells table,
+// a blank line, the effects table. JSON: {"experiment", "baseline", "compared_runs",
+// "other_runs", "cells": [...], "effects": [...]}.
+std::string FormatComparison(const Comparison& comparison, OutputFormat format);
+
+}  // namespace memsweep::results

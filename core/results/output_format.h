@@ -1,0 +1,37 @@
+// Prints a QueryResult as an aligned table for people, as CSV (RFC 4180) or as JSON (an array
+// of objects, one per row, keys in column order; INTEGER and REAL values stay JSON numbers).
+//
+//   std::optional<OutputFormat> format = ParseOutputFormat("csv");
+//   std::cout << FormatQueryResult(db.Query("SELECT * FROM run_summary"), *format);
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/results/query_result.h"
+
+namespace memsweep::results {
+
+enum class OutputFormat : uint8_t { kTable, kCsv, kJson };
+
+std::optional<OutputFormat> ParseOutputFormat(std::string_view name);  // "table", "csv", "json"
+
+// Column names, a rule, then one line per row; two spaces between columns; numeric columns
+// right-aligned. For reading, not parsing: NULL is blank, REAL values have 6 significant
+// digits, INTEGER values of columns named "*_bytes" are in binary units ("55.00 MiB"), line
+// breaks show as "\n" and values longer than 60 characters are cut with "...".
+std::string FormatTable(const QueryResult& result);
+
+// RFC 4180: a header line, CRLF line ends; fields holding a comma, quote, CR or LF are quoted
+// with quotes doubled. NULL is an empty field. Values are exact (QueryResult's text).
+std::string FormatCsv(const QueryResult& result);
+
+nlohmann::ordered_json QueryResultToJson(const QueryResult& result);
+
+// FormatTable, FormatCsv, or the JSON indented by 2 and ending with a newline.
+std::string FormatQueryResult(const QueryResult& result, OutputFormat format);
+
+}  // namespace memsweep::results

@@ -1,0 +1,25 @@
+// Writes the figures of one run-result JSON document (core/report/run_report.cc's
+// RunResultToJson, plus an optional "plugins" array) into the per-run tables: environments,
+// run_metrics, phase_memory, step_metrics, memory_timeline and run_plugins. Used by ResultsDb
+// inside its transactions; missing or null fields are stored as NULL.
+//
+//   ImmediateTransaction transaction(db);
+//   DeleteRunDetails(db, run_id);
+//   StoreRunDetails(db, run_id, result_json);
+//   transaction.Commit();
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "core/results/sqlite_handles.h"
+
+namespace memsweep::results {
+
+// Removes every per-run row of `run_id` (the runs row itself stays).
+void DeleteRunDetails(SqliteConnection& db, int64_t run_id);
+
+// Inserts the rows for `result`; call DeleteRunDetails first when the run may have some.
+void StoreRunDetails(SqliteConnection& db, int64_t run_id, const nlohmann::json& result);
+
+}  // namespace memsweep::results

@@ -1,0 +1,212 @@
+#include "core/results/schema.h"
+
+#include <string>
+
+#include "core/results/results_error.h"
+
+namespace memsweep::results {
+namespace {
+
+// Version 1: experiments, their runs, everything a run measured, and the run_summary view.
+constexpr const char* kVersion1 = R"sql(
+CREATE TABLE experiments (
+  id          INTEGER PRIMARY KEY,
+  name        TEXT NOT NULL,
+  source_path TEXT NOT NULL,
+  file_text   TEXT NOT NULL,
+  created_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX experiments_by_name ON experiments(name, created_at);
+CREATE INDEX experiments_by_created_at ON experiments(created_at);
+
+CREATE TABLE runs (
+  id            INTEGER PRIMARY KEY,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+  cell_hash     TEXT NOT NULL,
+  cell_index    INTEGER NOT NULL,
+  repeat        INTEGER NOT NULL DEFAULT 0,
+  seed          INTEGER,
+  status        TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'running', 'ok', 'oom', 'failed', 'timeout')),
+  error         TEXT,
+  config_json   TEXT NOT NULL DEFAULT '{}',
+  params_json   TEXT NOT NULL DEFAULT '{}',
+  started_at    TEXT,
+  finished_at   TEXT,
+  worker_pid    INTEGER,
+  UNIQUE (experiment_id, cell_hash)
+);
+CREATE INDEX runs_by_experiment ON runs(experiment_id, cell_index, repeat);
+
+CREATE TABLE run_plugins (
+  run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq     INTEGER NOT NULL,
+  slot    TEXT NOT NULL,
+  name    TEXT NOT NULL,
+  version TEXT,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX run_plugins_by_name ON run_plugins(slot, name);
+
+-- Figures strategies recorded themselves (RunContext::record), summed over the run.
+CREATE TABLE plugin_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name   TEXT NOT NULL,
+  value  REAL,
+  PRIMARY KEY (run_id, name)
+);
+
+CREATE TABLE environments (
+  run_id           INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  hostname         TEXT,
+  cpu_model        TEXT,
+  cores            INTEGER,
+  threads          INTEGER,
+  torch_version    TEXT,
+  blas_library     TEXT,
+  blas_kind        TEXT,
+  gemm_backend     TEXT,
+  memsweep_version TEXT,
+  git_revision     TEXT
+);
+
+CREATE TABLE step_metrics (
+  run_id               INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step                 INTEGER NOT NULL,
+  loss                 REAL,
+  tokens               INTEGER,
+  positions            INTEGER,
+  seconds              REAL,
+  lr                   REAL,
+  grad_norm            REAL,
+  peak_allocated_bytes INTEGER,
+  PRIMARY KEY (run_id, step)
+);
+
+CREATE TABLE memory_timeline (
+  run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq             INTEGER NOT NULL,
+  step            INTEGER,
+  stage           TEXT,
+  seconds         REAL,
+  allocated_bytes INTEGER,
+  reserved_bytes  INTEGER,
+  peak_bytes      INTEGER,
+  PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE phase_memory (
+  run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  phase             TEXT NOT NULL,
+  peak_bytes        INTEGER,
+  model_state_bytes INTEGER,
+  activations_bytes INTEGER,
+  PRIMARY KEY (run_id, phase)
+);
+
+CREATE TABLE run_metrics (
+  run_id                  INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  steps_completed         INTEGER,
+  measured_steps          INTEGER,
+  tokens_per_s            REAL,
+  step_time_median_s      REAL,
+  step_time_p90_s         REAL,
+  flops_per_token         REAL,
+  peak_flops              REAL,
+  mfu                     REAL,
+  final_loss              REAL,
+  padding_fraction        REAL,
+  parameters              INTEGER,
+  wall_seconds            REAL,
+  baseline_bytes          INTEGER,
+  peak_allocated_bytes    INTEGER,
+  peak_reserved_bytes     INTEGER,
+  peak_rss_bytes          INTEGER,
+  params_bytes            INTEGER,
+  grads_bytes             INTEGER,
+  optimizer_bytes         INTEGER,
+  activations_bytes       INTEGER,
+  saved_activations_bytes INTEGER,
+  allocations             INTEGER,
+  oom_requested_bytes     INTEGER,
+  oom_stage               TEXT
+);
+
+CREATE VIEW run_summary AS
+SELECT
+  e.name                 AS experiment,
+  r.id                   AS run_id,
+  r.cell_hash            AS cell_hash,
+  r.cell_index           AS cell_index,
+  r.repeat               AS repeat,
+  r.status               AS status,
+  r.error                AS error,
+  r.params_json          AS params,
+  m.peak_allocated_bytes AS peak_allocated_bytes,
+  m.peak_reserved_bytes  AS peak_reserved_bytes,
+  m.peak_rss_bytes       AS peak_rss_bytes,
+  m.params_bytes         AS params_bytes,
+  m.grads_bytes          AS grads_bytes,
+  m.optimizer_bytes      AS optimizer_bytes,
+  m.activations_bytes    AS activations_bytes,
+  m.tokens_per_s         AS tokens_per_s,
+  m.mfu                  AS mfu,
+  m.final_loss           AS final_loss,
+  m.step_time_median_s   AS step_time_median_s,
+  m.padding_fraction     AS padding_fraction,
+  r.experiment_id        AS experiment_id,
+  r.seed                 AS seed,
+  m.steps_completed      AS steps_completed,
+  m.wall_seconds         AS wall_seconds,
+  r.started_at           AS started_at,
+  r.finished_at          AS finished_at
+FROM runs AS r
+JOIN experiments AS e ON e.id = r.experiment_id
+LEFT JOIN run_metrics AS m ON m.run_id = r.id;
+)sql";
+
+ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t known) {
+  return ResultsError(path, "schema version " + std::to_string(version) +
+                                " is newer than this memsweep knows (" + std::to_string(known) +
+                                "); use a newer memsweep");
+}
+
+}  // namespace
+
+const std::vector<Migration>& SchemaMigrations() {
+  static const std::vector<Migration> kMigrations = {{1, kVersion1}};
+  return kMigrations;
+}
+
+void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migrations) {
+  const int64_t latest = migrations.empty() ? 0 : migrations.back().version;
+  // Cheap check first, so that opening an up-to-date file takes no write lock.
+  const int64_t seen = db.IntegerPragma("user_version");
+  if (seen > latest) throw NewerThanKnown(db.path(), seen, latest);
+  if (seen == latest) return;
+
+  ImmediateTransaction transaction(db);
+  const int64_t current = db.IntegerPragma("user_version");  // another process may have migrated
+  if (current > latest) throw NewerThanKnown(db.path(), current, latest);
+  if (current == latest) return;  // the transaction rolls back: nothing was written
+  for (const Migration& migration : migrations) {
+    if (migration.version <= current) continue;
+    db.Execute(migration.sql);
+  }
+  db.Execute("PRAGMA user_version = " + std::to_string(latest));
+  transaction.Commit();
+}
+
+void CheckSchemaVersion(SqliteConnection& db, int64_t expected_version) {
+  const int64_t version = db.IntegerPragma("user_version");
+  if (version == expected_version) return;
+  if (version == 0) {
+    throw ResultsError(db.path(), "not a memsweep results database (no schema)");
+  }
+  if (version > expected_version) throw NewerThanKnown(db.path(), version, expected_version);
+  throw ResultsError(db.path(), "schema version " + std::to_string(version) + " is older than " +
+                                    std::to_string(expected_version) +
+                                    "; open it read-write once (e.g. run a sweep) to migrate it");
+}
+
+}  // namespace memsweep::results

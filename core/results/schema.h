@@ -1,0 +1,37 @@
+// The results database schema: an ordered list of migrations, one per schema version. Opening a
+// database applies the migrations it lacks (PRAGMA user_version records the version reached);
+// a database newer than this binary is refused. docs/results.md describes every table.
+//
+//   SqliteConnection db(path, SqliteConnection::Access::kReadWriteCreate);
+//   MigrateSchema(db, SchemaMigrations());   // creates or upgrades to kSchemaVersion
+//   CheckSchemaVersion(db, kSchemaVersion);  // read-only openers: refuse older or newer files
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/results/sqlite_handles.h"
+
+namespace memsweep::results {
+
+// The schema version this binary writes and reads.
+inline constexpr int64_t kSchemaVersion = 1;
+
+struct Migration {
+  int64_t version;  // the user_version after this step; steps are numbered 1, 2, 3, ...
+  const char* sql;  // one or more statements
+};
+
+// memsweep's migrations, oldest first; the last one has version kSchemaVersion.
+const std::vector<Migration>& SchemaMigrations();
+
+// Applies, in one BEGIN IMMEDIATE transaction, every migration newer than the file's
+// user_version, then sets user_version to the last one. Safe when several processes open the
+// same new file at once: the version is read inside the transaction. Throws ResultsError when the
+// file's version is newer than the last migration.
+void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migrations);
+
+// For read-only openers: throws ResultsError unless the file is at exactly `expected_version`.
+void CheckSchemaVersion(SqliteConnection& db, int64_t expected_version);
+
+}  // namespace memsweep::results

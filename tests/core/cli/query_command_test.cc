@@ -1,0 +1,66 @@
+// `memsweep query` as a user runs it: output formats, and exit code 2 for bad SQL, writes and a
+// missing database.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/ablation_db.h"
+#include "support/results_db_fixtures.h"
+#include "support/run_memsweep.h"
+
+namespace {
+
+using memsweep::testing_support::BuildAblationDb;
+using memsweep::testing_support::FreshDbPath;
+using memsweep::testing_support::RunMemsweepCommand;
+
+TEST(QueryCommandTest, PrintsRowsInEachFormat) {
+  const std::string db = FreshDbPath();
+  BuildAblationDb(db);
+  const std::string sql =
+      "\"SELECT cell_index, status, tokens_per_s FROM run_summary WHERE experiment = 'ablation' "
+      "AND cell_index = 1\"";
+
+  auto out = RunMemsweepCommand("query --db " + db + " --format csv " + sql);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_EQ(out.output, "cell_index,status,tokens_per_s\r\n1,ok,400.0\r\n");
+
+  out = RunMemsweepCommand("query --db " + db + " --format json " + sql);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto json = nlohmann::json::parse(out.output);
+  EXPECT_EQ(json[0]["cell_index"], 1);
+  EXPECT_EQ(json[0]["tokens_per_s"].get<double>(), 400.0);
+
+  out = RunMemsweepCommand("query --db " + db + " " + sql);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_EQ(out.output,
+            "cell_index  status  tokens_per_s\n"
+            "----------  ------  ------------\n"
+            "         1  ok               400\n"
+            "(1 row)\n");
+}
+
+TEST(QueryCommandTest, BadSqlExitsTwoWithSqlitesMessage) {
+  const std::string db = FreshDbPath();
+  BuildAblationDb(db);
+  auto out = RunMemsweepCommand("query --db " + db + " \"SELECT nope FROM run_summary\"");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: " + db + ": no such column: nope"), std::string::npos)
+      << out.output;
+
+  out = RunMemsweepCommand("query --db " + db + " \"DELETE FROM runs\"");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("readonly"), std::string::npos) << out.output;
+
+  out = RunMemsweepCommand("query --db " + db + " --format xml \"SELECT 1\"");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+}
+
+TEST(QueryCommandTest, MissingDatabaseExitsTwo) {
+  const std::string db = FreshDbPath();
+  const auto out = RunMemsweepCommand("query --db " + db + " \"SELECT 1\"");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("no such results database"), std::string::npos) << out.output;
+}
+
+}  // namespace
