@@ -56,7 +56,8 @@ TEST(ResultsDbTest, CreatesDirectoryAndSchemaAtCurrentVersion) {
     std::vector<std::string> names;
     for (const auto& row : tables.rows) names.push_back(*row[0]);
     EXPECT_EQ(names, (std::vector<std::string>{"environments", "experiments", "memory_timeline",
-                                               "phase_memory", "run_metrics", "run_plugins",
+                                               "phase_memory", "plugin_metrics",
+                                               "run_metrics", "run_plugins",
                                                "run_summary", "runs", "step_metrics"}));
   }
   EXPECT_EQ(UserVersion(path), kSchemaVersion);
@@ -182,6 +183,7 @@ TEST(ResultsDbTest, FinishRunStoresEveryFigureOfTheResult) {
   json result = RecordedRunResult();
   result["plugins"] = {{{"slot", "optimizer"}, {"name", "adamw"}, {"version", "1.0"}},
                        {{"slot", "checkpointing"}, {"name", "none"}, {"version", "0.1"}}};
+  result["plugin_metrics"] = {{"empty_cache.seconds", 0.25}, {"empty_cache.calls", 3.0}};
   const int64_t experiment = db.EnsureExperiment("quickstart", "q.toml", "[experiment]");
   const int64_t run = db.ClaimRun(
       experiment, MakeCell("hash0", 0, 0, R"({"data.micro_batch_size":8})"), kWorkerPid);
@@ -197,6 +199,10 @@ TEST(ResultsDbTest, FinishRunStoresEveryFigureOfTheResult) {
   EXPECT_EQ(QueryCount(db, "SELECT count(*) FROM run_plugins" + where), 2);
   EXPECT_EQ(QueryCount(db, "SELECT count(*) FROM environments" + where), 1);
   EXPECT_EQ(QueryCount(db, "SELECT count(*) FROM run_metrics" + where), 1);
+  EXPECT_EQ(QueryValue(db, "SELECT value FROM plugin_metrics" + where +
+                               " AND name = 'empty_cache.seconds'"),
+            "0.25");
+  EXPECT_EQ(QueryCount(db, "SELECT count(*) FROM plugin_metrics" + where), 2);
   ASSERT_GE(result["steps"].size(), 3u);
 
   const QueryResult summary = db.Query("SELECT * FROM run_summary" + where);
