@@ -54,6 +54,7 @@ int ArgInt(int argc, char** argv, const char* name, int fallback) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   memory::TrackingAllocator::Install();
   const int threads = env::SetThreads(0);
   const int steps = ArgInt(argc, argv, "--steps", 8);
