@@ -26,6 +26,9 @@ function(memsweep_add_plugin NAME)
   if(ARG_OUTPUT_DIRECTORY)
     set_target_properties(${NAME} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY})
   endif()
+  if(TARGET memsweep_plugin_pch)  # memsweep's own tree only
+    target_precompile_headers(${NAME} REUSE_FROM memsweep_plugin_pch)
+  endif()
   target_link_options(${NAME} PRIVATE
     -Wl,--version-script=${_MEMSWEEP_PLUGIN_CMAKE_DIR}/memsweep_plugin.map
     -Wl,--exclude-libs,ALL -Wl,--no-undefined)

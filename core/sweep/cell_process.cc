@@ -62,8 +62,11 @@ CellProcess::CellProcess(const std::vector<std::string>& argv, const std::string
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid_ == 0) {
-    // Child: die with the runner; stdout to the pipe, stderr to the file.
+    // Child: die with the runner; stdout to the pipe, stderr to the file. Ctrl-C reaches the
+    // whole process group: the worker ignores it and lets the runner stop it (which records the
+    // cell as pending, not as crashed).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGINT, SIG_IGN);
     if (getppid() != parent) _exit(127);
     dup2(pipe_fds[1], STDOUT_FILENO);
     const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

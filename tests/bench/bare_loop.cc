@@ -1,6 +1,7 @@
 #include "bare_loop.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <torch/types.h>  // clip_grad.h is not self-contained
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/utils.h>

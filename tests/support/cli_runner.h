@@ -18,8 +18,10 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-inline Outcome RunMemsweep(const std::string& args) {
-  const std::string command = std::string(MEMSWEEP_BINARY) + " " + args + " 2>&1";
+// `env`: optional "NAME=value" assignments placed before the command.
+inline Outcome RunMemsweep(const std::string& args, const std::string& env = "") {
+  const std::string command = env + (env.empty() ? "" : " ") + std::string(MEMSWEEP_BINARY) +
+                              " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   char buffer[4096];

@@ -5,18 +5,18 @@
 
 #include "support/ablation_db.h"
 #include "support/results_db_fixtures.h"
-#include "support/run_memsweep.h"
+#include "support/cli_runner.h"
 
 namespace {
 
 using memsweep::testing_support::BuildAblationDb;
 using memsweep::testing_support::FreshDbPath;
-using memsweep::testing_support::RunMemsweepCommand;
+using memsweep::testing_support::RunMemsweep;
 
 TEST(CompareCommandTest, PrintsCellsAndEffects) {
   const std::string db = FreshDbPath();
   BuildAblationDb(db);
-  auto out = RunMemsweepCommand("compare --db " + db + " --format csv");
+  auto out = RunMemsweep("compare --db " + db + " --format csv");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("\r\n0,1,x,2,ok,1000,1.0,1.0,200.0,1.0,2.5,0.0\r\n"), std::string::npos)
       << out.output;
@@ -26,7 +26,7 @@ TEST(CompareCommandTest, PrintsCellsAndEffects) {
   EXPECT_NE(out.output.find("\r\nb,y,1,1,2.0,2.0,0.3333333333333333,-0.375\r\n"), std::string::npos)
       << out.output;
 
-  out = RunMemsweepCommand("compare --db " + db + " --experiment ablation --baseline a=2,b=x");
+  out = RunMemsweep("compare --db " + db + " --experiment ablation --baseline a=2,b=x");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("experiment 'ablation'"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("4 cells from 5 runs with status ok or oom; 1 other run"),
@@ -40,12 +40,12 @@ TEST(CompareCommandTest, PrintsCellsAndEffects) {
 TEST(CompareCommandTest, BadBaselineOrExperimentExitsTwo) {
   const std::string db = FreshDbPath();
   BuildAblationDb(db);
-  auto out = RunMemsweepCommand("compare --db " + db + " --baseline b=x");
+  auto out = RunMemsweep("compare --db " + db + " --baseline b=x");
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("give more keys"), std::string::npos) << out.output;
-  out = RunMemsweepCommand("compare --db " + db + " --experiment nope");
+  out = RunMemsweep("compare --db " + db + " --experiment nope");
   EXPECT_EQ(out.exit_code, 2) << out.output;
-  out = RunMemsweepCommand("compare --db " + FreshDbPath("missing.db"));
+  out = RunMemsweep("compare --db " + FreshDbPath("missing.db"));
   EXPECT_EQ(out.exit_code, 2) << out.output;
 }
 

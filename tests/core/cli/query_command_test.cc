@@ -6,13 +6,13 @@
 
 #include "support/ablation_db.h"
 #include "support/results_db_fixtures.h"
-#include "support/run_memsweep.h"
+#include "support/cli_runner.h"
 
 namespace {
 
 using memsweep::testing_support::BuildAblationDb;
 using memsweep::testing_support::FreshDbPath;
-using memsweep::testing_support::RunMemsweepCommand;
+using memsweep::testing_support::RunMemsweep;
 
 TEST(QueryCommandTest, PrintsRowsInEachFormat) {
   const std::string db = FreshDbPath();
@@ -21,17 +21,17 @@ TEST(QueryCommandTest, PrintsRowsInEachFormat) {
       "\"SELECT cell_index, status, tokens_per_s FROM run_summary WHERE experiment = 'ablation' "
       "AND cell_index = 1\"";
 
-  auto out = RunMemsweepCommand("query --db " + db + " --format csv " + sql);
+  auto out = RunMemsweep("query --db " + db + " --format csv " + sql);
   ASSERT_EQ(out.exit_code, 0) << out.output;
   EXPECT_EQ(out.output, "cell_index,status,tokens_per_s\r\n1,ok,400.0\r\n");
 
-  out = RunMemsweepCommand("query --db " + db + " --format json " + sql);
+  out = RunMemsweep("query --db " + db + " --format json " + sql);
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const auto json = nlohmann::json::parse(out.output);
   EXPECT_EQ(json[0]["cell_index"], 1);
   EXPECT_EQ(json[0]["tokens_per_s"].get<double>(), 400.0);
 
-  out = RunMemsweepCommand("query --db " + db + " " + sql);
+  out = RunMemsweep("query --db " + db + " " + sql);
   ASSERT_EQ(out.exit_code, 0) << out.output;
   EXPECT_EQ(out.output,
             "cell_index  status  tokens_per_s\n"
@@ -43,22 +43,22 @@ TEST(QueryCommandTest, PrintsRowsInEachFormat) {
 TEST(QueryCommandTest, BadSqlExitsTwoWithSqlitesMessage) {
   const std::string db = FreshDbPath();
   BuildAblationDb(db);
-  auto out = RunMemsweepCommand("query --db " + db + " \"SELECT nope FROM run_summary\"");
+  auto out = RunMemsweep("query --db " + db + " \"SELECT nope FROM run_summary\"");
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("error: " + db + ": no such column: nope"), std::string::npos)
       << out.output;
 
-  out = RunMemsweepCommand("query --db " + db + " \"DELETE FROM runs\"");
+  out = RunMemsweep("query --db " + db + " \"DELETE FROM runs\"");
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("readonly"), std::string::npos) << out.output;
 
-  out = RunMemsweepCommand("query --db " + db + " --format xml \"SELECT 1\"");
+  out = RunMemsweep("query --db " + db + " --format xml \"SELECT 1\"");
   EXPECT_EQ(out.exit_code, 2) << out.output;
 }
 
 TEST(QueryCommandTest, MissingDatabaseExitsTwo) {
   const std::string db = FreshDbPath();
-  const auto out = RunMemsweepCommand("query --db " + db + " \"SELECT 1\"");
+  const auto out = RunMemsweep("query --db " + db + " \"SELECT 1\"");
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("no such results database"), std::string::npos) << out.output;
 }

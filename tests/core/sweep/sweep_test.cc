@@ -109,6 +109,33 @@ TEST(SweepTest, CrashOomAndTimeoutAreRecordedAndTheSweepGoesOn) {
       << ReadFile(log);
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM runs"), "4");
   EXPECT_NE(ReadFile(log).find("4 already done"), std::string::npos);
+
+  // --rerun failed runs the crashed and the timed-out cell again, in their own rows.
+  const std::string ids_before = Scalar(db, "SELECT group_concat(id) FROM runs ORDER BY id");
+  EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string(), "--rerun", "failed",
+                              "--cell-timeout", "6"}, log)), 3);
+  EXPECT_NE(ReadFile(log).find("4 cells: 0 ok, 0 oom, 1 failed, 1 timed out, 2 already done"),
+            std::string::npos) << ReadFile(log);
+  EXPECT_EQ(Scalar(db, "SELECT group_concat(id) FROM runs ORDER BY id"), ids_before);
+}
+
+TEST(SweepTest, CtrlCStopsCleanlyAndTheCellRunsOnResume) {
+  const fs::path dir = Scratch("interrupt");
+  const fs::path file = WriteExperiment(
+      dir, "interrupted", "[strategies.sharding]\nplugin = \"fixture-chaos\"\naction = \"hang\"\n");
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  const pid_t pid = Spawn({"run", file.string(), "--db", db_path.string()}, log);
+  // Wait until the cell is running, then interrupt.
+  for (int i = 0; i < 100 && ReadFile(log).find("[1/1] cell 0") == std::string::npos; ++i) {
+    usleep(100 * 1000);
+  }
+  usleep(500 * 1000);
+  kill(pid, SIGINT);
+  EXPECT_EQ(ExitCodeOf(pid), 130) << ReadFile(log);
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  EXPECT_EQ(Scalar(db, "SELECT status FROM runs"), "pending");
+  EXPECT_NE(ReadFile(log).find("(interrupted)"), std::string::npos) << ReadFile(log);
 }
 
 TEST(SweepTest, InvalidExperimentWritesNoDatabase) {

@@ -1,0 +1,35 @@
+// `memsweep plugins` as a user runs it, with MEMSWEEP_PLUGIN_PATH and --path.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/cli_runner.h"
+
+namespace {
+
+using memsweep::testing_support::Outcome;
+using memsweep::testing_support::RunMemsweep;
+
+TEST(PluginsCommandTest, ListsBuiltinsWithTheirParameters) {
+  const Outcome out = RunMemsweep("plugins");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("batching\n  default 1.0.0  [default]\n"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("    micro_batch_size (int, default 4): rows per forward/backward pass"),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("failed to load"), std::string::npos) << out.output;
+}
+
+TEST(PluginsCommandTest, SearchesThePluginPathAndReportsFailures) {
+  const std::string dir = MEMSWEEP_FIXTURE_DIR;
+  const Outcome out =
+      RunMemsweep("plugins --path " + dir + " 2>&1", /*env=*/"MEMSWEEP_PLUGIN_PATH=" + dir + "/good");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("  fixture-good 2.1.0\n"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("failed to load\n"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("ABI version: expected 1, found 999"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("duplicate plugin 'fixture-good'"), std::string::npos) << out.output;
+}
+
+}  // namespace
