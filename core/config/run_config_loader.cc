@@ -197,6 +197,13 @@ void ValidateRunConfig(const RunConfig& cfg) {
   const std::string at = cfg.source.empty() ? std::string("config: ") : cfg.source + ": ";
   const model::LlamaConfig& m = cfg.model.llama;
   if (auto problem = m.Problem()) throw ConfigError(at + "[model]: " + *problem);
+  // Every strategy is created once: plugins check their own parameter ranges (and whether they
+  // can run on this build) in their constructors.
+  try {
+    InstantiateStrategies(cfg);
+  } catch (const std::exception& e) {
+    throw ConfigError(at + "[strategies] " + e.what());
+  }
   const data::DataConfig batches = EffectiveDataConfig(cfg);
   if (batches.seq_len > m.max_position_embeddings) {
     throw ConfigError(at + "[strategies.batching] seq_len = " + std::to_string(batches.seq_len) +

@@ -1,0 +1,45 @@
+// precision/bf16-autocast: fp32 parameters, gradients and optimizer state; the forward pass
+// runs under LibTorch's CPU autocast, so matmuls (and what autocast lists) compute in bfloat16
+// and the activations they save for backward are bf16.
+#include <ATen/autocast_mode.h>
+
+#include "memsweep/plugin.h"
+
+namespace {
+
+class Bf16Autocast final : public memsweep::PrecisionStrategy {
+ public:
+  explicit Bf16Autocast(const memsweep::PluginParams&) {}
+  ~Bf16Autocast() override { Disable(); }
+
+  c10::ScalarType ComputeDtype() const override { return c10::ScalarType::BFloat16; }
+  bool MathPreserving() const override { return false; }
+
+  void OnStageBegin(memsweep::Stage stage, memsweep::RunContext&) override {
+    if (stage != memsweep::Stage::kForward) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+    enabled_ = true;
+  }
+
+  void OnStageEnd(memsweep::Stage stage, memsweep::RunContext&) override {
+    if (stage == memsweep::Stage::kForward) Disable();
+  }
+
+ private:
+  // Also runs when a forward pass ends in an exception (a budget OOM): autocast is process-wide
+  // state and must not outlive the run.
+  void Disable() {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+    enabled_ = false;
+  }
+  bool enabled_ = false;
+};
+
+}  // namespace
+
+MEMSWEEP_PLUGIN(Bf16Autocast, "bf16-autocast", "precision", "1.0.0",
+                "fp32 weights; forward under CPU autocast (bf16 matmuls and saved activations)",
+                MEMSWEEP_NO_PARAMS, /*slot_default=*/0)
