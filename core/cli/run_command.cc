@@ -94,7 +94,8 @@ int RunExperiment(const RunOptions& options) {
   std::cout << "\n" << summary.cells << " cells: " << summary.ok << " ok, " << summary.oom
             << " oom, " << summary.failed << " failed, " << summary.timeout << " timed out, "
             << summary.skipped << " already done" << (summary.interrupted ? " (interrupted)" : "")
-            << "\n";
+            << "\nper-cell results and summaries: "
+            << sweep::CellFilesDirectory(options.db_path, plan.name).string() << "/\n";
   if (summary.interrupted) return 130;
   return summary.failed + summary.timeout > 0 ? 3 : 0;
 }

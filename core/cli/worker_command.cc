@@ -42,6 +42,9 @@ int RunCell(const WorkerOptions& options) {
     result.status = train::RunStatus::kFailed;
     result.error = e.what();
   }
+  if (!options.summary_path.empty()) {
+    std::ofstream(options.summary_path) << report::FormatRunSummary(cfg, result);
+  }
   report::WriteJsonFile(options.result_path, report::RunResultToJson(cfg, result));
   if (!result.error.empty()) std::cerr << result.error << "\n";
   return result.status == train::RunStatus::kFailed ? 1 : 0;
@@ -55,6 +58,7 @@ void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
   cmd->add_option("--cell", options.cell_path, "The cell's resolved TOML")->required();
   cmd->add_option("--source", options.source, "The experiment file it came from")->required();
   cmd->add_option("--result", options.result_path, "Where to write the result JSON")->required();
+  cmd->add_option("--summary", options.summary_path, "Where to write the summary table");
   cmd->callback([&options, &exit_code] { exit_code = RunCell(options); });
 }
 

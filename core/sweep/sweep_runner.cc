@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -91,6 +92,14 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
 
 }  // namespace
 
+fs::path CellFilesDirectory(const std::string& db_path, const std::string& experiment) {
+  std::string folder = experiment.empty() ? std::string("experiment") : experiment;
+  for (char& c : folder) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return fs::path(db_path).parent_path() / folder;
+}
+
 SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options) {
   results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadWrite);
   SweepSummary summary;
@@ -123,6 +132,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     const fs::path cell_file = work / (cell.hash + ".toml");
     const fs::path result_file = work / (cell.hash + ".json");
     const fs::path stderr_file = work / (cell.hash + ".stderr");
+    const fs::path summary_file = work / (cell.hash + ".txt");
     fs::remove(result_file);
     {
       std::ofstream out(cell_file);
@@ -134,7 +144,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     progress.CellStarted(static_cast<int64_t>(i), label);
 
     CellProcess child({self, "worker", "--cell", cell_file.string(), "--source", plan.source,
-                       "--result", result_file.string()},
+                       "--result", result_file.string(), "--summary", summary_file.string()},
                       stderr_file.string());
     const CellExit exit = child.Wait(
         options.cell_timeout_seconds,
@@ -164,8 +174,18 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       spdlog::info("[{}/{}] {}{}{}", i + 1, summary.cells, status,
                    outcome.error.empty() ? "" : ": ", first_line);
     }
+    // The cell's full result and summary stay beside the database for people to read.
+    if (outcome.result) {
+      const fs::path keep = CellFilesDirectory(options.db_path, plan.name);
+      const std::string stem = "cell" + std::to_string(cell.index) + "-" + cell.hash;
+      std::error_code error;
+      fs::create_directories(keep, error);
+      fs::rename(result_file, keep / (stem + ".json"), error);
+      fs::rename(summary_file, keep / (stem + ".txt"), error);
+    }
     fs::remove(cell_file);
     fs::remove(result_file);
+    fs::remove(summary_file);
     fs::remove(stderr_file);
   }
   progress.Clear();

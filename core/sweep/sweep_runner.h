@@ -7,6 +7,7 @@
 //   ever duplicated.
 // - A crash (abort, segfault), a budget OOM or a timeout is that cell's status with its message;
 //   the sweep goes on.
+// - Each finished cell's result JSON and summary table are kept beside the database.
 // - Stop requests (SIGINT/SIGTERM) kill the running worker, put its cell back to 'pending' and
 //   end the sweep.
 //
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <cstdint>
 #include <string>
 
@@ -43,5 +45,9 @@ struct SweepSummary {
 };
 
 SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options);
+
+// Where each finished cell's result JSON and summary table are kept:
+// <database directory>/<experiment name>/cell<index>-<hash>.{json,txt}.
+std::filesystem::path CellFilesDirectory(const std::string& db_path, const std::string& experiment);
 
 }  // namespace memsweep::sweep
