@@ -87,7 +87,7 @@ TEST(SweepTest, CrashOomAndTimeoutAreRecordedAndTheSweepGoesOn) {
   const fs::path db_path = dir / "r.db";
   const fs::path log = dir / "log.txt";
   const int code = ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string(),
-                                     "--cell-timeout", "6"}, log));
+                                     "--cell-timeout", "15"}, log));
   EXPECT_EQ(code, 3) << ReadFile(log);
   results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
   const results::QueryResult rows = db.Query(
@@ -113,7 +113,7 @@ TEST(SweepTest, CrashOomAndTimeoutAreRecordedAndTheSweepGoesOn) {
   // --rerun failed runs the crashed and the timed-out cell again, in their own rows.
   const std::string ids_before = Scalar(db, "SELECT group_concat(id) FROM runs ORDER BY id");
   EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string(), "--rerun", "failed",
-                              "--cell-timeout", "6"}, log)), 3);
+                              "--cell-timeout", "15"}, log)), 3);
   EXPECT_NE(ReadFile(log).find("4 cells: 0 ok, 0 oom, 1 failed, 1 timed out, 2 already done"),
             std::string::npos) << ReadFile(log);
   EXPECT_EQ(Scalar(db, "SELECT group_concat(id) FROM runs ORDER BY id"), ids_before);

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "core/config/config_error.h"
+#include "core/config/strategy_resolver.h"
+#include "support/run_configs.h"
+
+namespace memsweep {
+namespace {
+
+using testing_support::TinyRun;
+using testing_support::Train;
+
+std::vector<double> Losses(const train::RunResult& r) {
+  std::vector<double> out;
+  for (const auto& s : r.steps) out.push_back(s.loss);
+  return out;
+}
+
+// The loss is normalised over the real tokens of the whole effective batch, not averaged per
+// micro-batch: 16 rows at once and 16 micro-batches of one row give the same updates.
+TEST(BatchingDefaultTest, SixteenByOneEqualsOneBySixteen) {
+  const auto whole = Losses(Train(TinyRun(3, {"strategies.batching.micro_batch_size=16"})));
+  const auto split = Losses(Train(TinyRun(3, {"strategies.batching.micro_batch_size=1",
+                                              "strategies.batching.accumulation_steps=16"})));
+  ASSERT_EQ(whole.size(), 3u);
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_NEAR(split[i], whole[i], 1e-5 * whole[i]) << "step " << i;
+  }
+}
+
+TEST(BatchingDefaultTest, ConfiguresTheBatchShape) {
+  const config::RunConfig cfg =
+      TinyRun(1, {"strategies.batching.micro_batch_size=3", "strategies.batching.seq_len=48",
+                  "strategies.batching.accumulation_steps=5",
+                  "strategies.batching.padding=max_length"});
+  const data::DataConfig data = config::EffectiveDataConfig(cfg);
+  EXPECT_EQ(data.micro_batch_size, 3);
+  EXPECT_EQ(data.seq_len, 48);
+  EXPECT_EQ(data.accumulation_steps, 5);
+  EXPECT_EQ(data.padding, data::Padding::kMaxLength);
+}
+
+TEST(BatchingDefaultTest, RejectsImpossibleValuesAtValidation) {
+  EXPECT_THROW(TinyRun(1, {"strategies.batching.micro_batch_size=0"}), config::ConfigError);
+  EXPECT_THROW(TinyRun(1, {"strategies.batching.accumulation_steps=0"}), config::ConfigError);
+  EXPECT_THROW(TinyRun(1, {"strategies.batching.padding=left"}), config::ConfigError);
+}
+
+}  // namespace
+}  // namespace memsweep
