@@ -1,0 +1,61 @@
+// What a recompute in backward must reproduce from the forward: the CPU generator's state (so
+// dropout and any other random op draws the same numbers) and the autocast state (so the same
+// ops run in the same dtype). Header-only: shared by the checkpointing plugins, each of which is
+// its own shared library.
+#pragma once
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <mutex>
+
+namespace memsweep::plugins::checkpointing {
+
+// A snapshot of the CPU generator and the CPU autocast settings.
+struct ForwardState {
+  at::Tensor generator_state;  // at::Generator::get_state(): a uint8 CPU tensor
+  bool autocast_enabled = false;
+  at::ScalarType autocast_dtype = at::kBFloat16;
+
+  static ForwardState Capture() {
+    ForwardState state;
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state.generator_state = generator.get_state();
+    }
+    state.autocast_enabled = at::autocast::is_cpu_enabled();
+    state.autocast_dtype = at::autocast::get_autocast_cpu_dtype();
+    return state;
+  }
+
+  void Apply() const {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(generator_state);
+    }
+    at::autocast::set_cpu_enabled(autocast_enabled);
+    at::autocast::set_autocast_cpu_dtype(autocast_dtype);
+  }
+};
+
+// For the lifetime of the guard the forward's generator and autocast state are in effect; the
+// state found on entry (the backward's) is restored on exit, so a recompute neither consumes
+// random numbers of the ongoing run nor leaks the forward's autocast setting.
+class RecomputeGuard {
+ public:
+  explicit RecomputeGuard(const ForwardState& forward) : saved_(ForwardState::Capture()) {
+    forward.Apply();
+  }
+  ~RecomputeGuard() { saved_.Apply(); }
+  RecomputeGuard(const RecomputeGuard&) = delete;
+  RecomputeGuard& operator=(const RecomputeGuard&) = delete;
+
+ private:
+  ForwardState saved_;
+};
+
+}  // namespace memsweep::plugins::checkpointing

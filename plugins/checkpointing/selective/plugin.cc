@@ -1,0 +1,19 @@
+// checkpointing/selective: only the attention core is recomputed in backward.
+#include "checkpointed_attention.h"
+#include "memsweep/plugin.h"
+
+namespace {
+
+class SelectiveCheckpointing final : public memsweep::CheckpointingStrategy {
+ public:
+  explicit SelectiveCheckpointing(const memsweep::PluginParams&) {}
+  memsweep::model::BlockRunner MakeBlockRunner() override {
+    return memsweep::plugins::checkpointing::RunBlockWithCheckpointedAttention;
+  }
+};
+
+}  // namespace
+
+MEMSWEEP_PLUGIN(SelectiveCheckpointing, "selective", "checkpointing", "1.0.0",
+                "Recompute only the attention core (scores, softmax, dropout) in backward",
+                MEMSWEEP_NO_PARAMS, /*slot_default=*/0)
