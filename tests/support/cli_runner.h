@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -32,8 +33,8 @@ inline Outcome RunMemsweep(const std::string& args, const std::string& env = "")
 
 // An empty directory of its own under the test temp directory.
 inline std::filesystem::path FreshTempDir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / ("memsweep_cli_" + name);
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("memsweep_cli_" + name + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -25,7 +25,9 @@ namespace fs = std::filesystem;
 using testing_support::SourcePath;
 
 fs::path Scratch(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("memsweep_sweep_" + name);
+  // Per process: two test runs on one machine must not share (and delete) each other's files.
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       ("memsweep_sweep_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -95,12 +97,14 @@ TEST(SweepTest, CrashOomAndTimeoutAreRecordedAndTheSweepGoesOn) {
       "json_extract(params, '$.\"device.memory_budget\"'), status, error FROM run_summary "
       "ORDER BY cell_index");
   ASSERT_EQ(rows.rows.size(), 4u) << ReadFile(log);
-  EXPECT_EQ(*rows.rows[0][2], "ok");
-  EXPECT_EQ(*rows.rows[1][2], "failed");
-  EXPECT_NE(rows.rows[1][3]->find("crashed: signal 6"), std::string::npos) << *rows.rows[1][3];
-  EXPECT_EQ(*rows.rows[2][2], "timeout");
-  EXPECT_EQ(*rows.rows[3][2], "oom");
-  EXPECT_NE(rows.rows[3][3]->find("Tried to allocate"), std::string::npos) << *rows.rows[3][3];
+  EXPECT_EQ(rows.rows[0][2].value_or(""), "ok");
+  EXPECT_EQ(rows.rows[1][2].value_or(""), "failed");
+  EXPECT_NE(rows.rows[1][3].value_or("").find("crashed: signal 6"), std::string::npos)
+      << rows.rows[1][3].value_or("");
+  EXPECT_EQ(rows.rows[2][2].value_or(""), "timeout");
+  EXPECT_EQ(rows.rows[3][2].value_or(""), "oom");
+  EXPECT_NE(rows.rows[3][3].value_or("").find("Tried to allocate"), std::string::npos)
+      << rows.rows[3][3].value_or("");
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics s JOIN runs r ON r.id = s.run_id "
                        "WHERE r.status = 'ok'"), "3");
 
