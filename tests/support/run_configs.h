@@ -28,6 +28,13 @@ inline config::RunConfig TinyRun(int64_t steps = 6, std::vector<std::string> ove
   return config::ParseRunConfig(text, SourcePath("experiments/test.toml"), overrides);
 }
 
+// The per-step losses of a run, for trajectory comparisons.
+inline std::vector<double> Losses(const train::RunResult& result) {
+  std::vector<double> losses;
+  for (const auto& step : result.steps) losses.push_back(step.loss);
+  return losses;
+}
+
 inline train::RunResult Train(const config::RunConfig& cfg) {
   return train::Trainer(cfg, config::InstantiateStrategies(cfg)).Run();
 }

@@ -9,13 +9,8 @@ namespace memsweep::train {
 namespace {
 
 using testing_support::TinyRun;
+using testing_support::Losses;
 using testing_support::Train;
-
-std::vector<double> Losses(const RunResult& result) {
-  std::vector<double> losses;
-  for (const auto& s : result.steps) losses.push_back(s.loss);
-  return losses;
-}
 
 TEST(TrainerTest, LossDecreasesOnTheBundledCorpus) {
   const RunResult result = Train(TinyRun(30, {"strategies.batching.seq_len=128",

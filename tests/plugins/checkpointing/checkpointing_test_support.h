@@ -66,12 +66,6 @@ inline void ExpectBitwiseEqualGrads(const OneStep& expected, const OneStep& actu
   }
 }
 
-inline std::vector<double> Losses(const train::RunResult& result) {
-  std::vector<double> losses;
-  for (const auto& s : result.steps) losses.push_back(s.loss);
-  return losses;
-}
-
 // A tiny training run with the given checkpointing plugin (and further overrides).
 inline train::RunResult TrainWith(const std::string& plugin, std::vector<std::string> more = {},
                                   int64_t steps = 4) {

@@ -11,13 +11,8 @@ namespace memsweep::plugins {
 namespace {
 
 using testing_support::TinyRun;
+using testing_support::Losses;
 using testing_support::Train;
-
-std::vector<double> Losses(const train::RunResult& result) {
-  std::vector<double> losses;
-  for (const auto& s : result.steps) losses.push_back(s.loss);
-  return losses;
-}
 
 TEST(CachingRunTest, LossesEqualTheDefaultAllocatorBitwise) {
   auto& tracker = memory::TrackingAllocator::Instance();

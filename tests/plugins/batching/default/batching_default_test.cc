@@ -8,13 +8,8 @@ namespace memsweep {
 namespace {
 
 using testing_support::TinyRun;
+using testing_support::Losses;
 using testing_support::Train;
-
-std::vector<double> Losses(const train::RunResult& r) {
-  std::vector<double> out;
-  for (const auto& s : r.steps) out.push_back(s.loss);
-  return out;
-}
 
 // The loss is normalised over the real tokens of the whole effective batch, not averaged per
 // micro-batch: 16 rows at once and 16 micro-batches of one row give the same updates.
