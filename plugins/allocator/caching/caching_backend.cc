@@ -6,6 +6,19 @@
 #include "core/memory/tracking_allocator.h"
 
 namespace memsweep::plugins {
+
+namespace {
+
+// Merges `left->next` (its neighbour in the same segment) into `left` and deletes it.
+void AbsorbNext(Block* left) {
+  Block* right = left->next;
+  left->size += right->size;
+  left->next = right->next;
+  if (right->next != nullptr) right->next->prev = left;
+  delete right;
+}
+
+}  // namespace
 namespace {
 
 constexpr size_t kExpandableCapacity = size_t{64} << 30;  // virtual range per expandable segment
@@ -66,18 +79,12 @@ void CachingBackend::Deallocate(void* ptr, size_t /*nbytes*/) {
   // set is ordered by size).
   if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
     pool.free.erase(prev);
-    prev->size += block->size;
-    prev->next = block->next;
-    if (block->next != nullptr) block->next->prev = prev;
-    delete block;
+    AbsorbNext(prev);
     block = prev;
   }
   if (Block* next = block->next; next != nullptr && !next->allocated) {
     pool.free.erase(next);
-    block->size += next->size;
-    block->next = next->next;
-    if (next->next != nullptr) next->next->prev = block;
-    delete next;
+    AbsorbNext(block);
   }
   pool.free.insert(block);
   block->segment->last_used = ++tick_;
