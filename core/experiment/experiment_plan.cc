@@ -75,15 +75,26 @@ std::vector<std::string> VaryingKeys(const MatrixSpec& spec) {
       if (std::find(keys.begin(), keys.end(), item.key) == keys.end()) keys.push_back(item.key);
     }
   }
+  if (!spec.ablation.empty()) keys.push_back("ablation");
   return keys;
+}
+
+// The matrix values of a combination; an ablation cell is labelled by its variant ("+bf16"), not
+// by every key its steps set (those are in the cell's document).
+nlohmann::json CombinationParams(const MatrixSpec& spec, const Combination& combination) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [key, ref] : combination.values) {
+    if (ref.origin != ValueRef::Origin::kAblation) params[key] = ValueOf(spec, ref);
+  }
+  if (!combination.ablation.empty()) params["ablation"] = combination.ablation;
+  return params;
 }
 
 // The cells of one combination: one per repeat, seeds seed + r.
 void AddCells(std::string_view text, const std::string& source,
               const std::vector<std::string>& overrides, const MatrixSpec& spec,
               const Combination& combination, int64_t combination_index, std::vector<Cell>& cells) {
-  nlohmann::json params = nlohmann::json::object();
-  for (const auto& [key, ref] : combination.values) params[key] = ValueOf(spec, ref);
+  nlohmann::json params = CombinationParams(spec, combination);
   toml::table document = BuildCombination(text, source, overrides, combination);
   const int64_t repeats = ReadExperimentInteger(document, "repeats", 1, 1, source);
   const int64_t seed = ReadExperimentInteger(
@@ -149,9 +160,7 @@ ExperimentPlan ParseExperimentPlan(std::string_view text, const std::string& sou
     } catch (const ConfigError& e) {
       Cell failed;
       failed.index = static_cast<int64_t>(first);
-      for (const auto& [key, ref] : combinations[c].values) {
-        failed.params[key] = ValueOf(base.spec, ref);
-      }
+      failed.params = CombinationParams(base.spec, combinations[c]);
       const std::string label = failed.Label();
       throw ConfigError(std::string(e.what()) + "; in cell " + std::to_string(first) +
                         (label.empty() ? "" : " (" + label + ")"));

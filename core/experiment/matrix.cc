@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "core/config/config_error.h"
+#include "core/experiment/ablation.h"
 #include "core/config/toml_reader.h"
 #include "core/experiment/dotted_keys.h"
 #include "core/experiment/matrix_overrides.h"
@@ -78,23 +79,25 @@ void CheckAxesDoNotOverlap(const MatrixSpec& spec, const std::string& source) {
 }
 
 // Flattens an entry's nested tables into dotted keys, except where a table is the value of a
-// matrix key itself.
-void FlattenEntry(toml::table& table, const std::string& prefix, const std::string& what,
-                  const MatrixSpec& spec, const std::string& source, MatrixEntry& entry) {
+// matrix key itself. `label` names the entry's kind in messages ("[[matrix.include]]").
+void FlattenEntry(toml::table& table, const std::string& prefix, const std::string& label,
+                  const MatrixSpec& spec, const std::string& source,
+                  const std::vector<std::string>& skip, MatrixEntry& entry) {
   for (auto&& [key, node] : table) {
     const std::string name(key.str());
     const std::string dotted = prefix.empty() ? name : prefix + "." + name;
+    if (prefix.empty() && std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
     if (node.is_table() && spec.FindAxis(dotted) == nullptr) {
-      FlattenEntry(*node.as_table(), dotted, what, spec, source, entry);
+      FlattenEntry(*node.as_table(), dotted, label, spec, source, skip, entry);
       continue;
     }
     if (dotted.find('.') == std::string::npos) {
-      throw ConfigError(Where(source, key.source()) + "[[matrix." + what + "]] key '" + dotted +
+      throw ConfigError(Where(source, key.source()) + label + " key '" + dotted +
                         "' must be a dotted key such as \"data.micro_batch_size\"");
     }
     for (const MatrixItem& item : entry.items) {
       if (item.key != dotted) continue;
-      throw ConfigError(Where(source, key.source()) + "[[matrix." + what + "]] key '" + dotted +
+      throw ConfigError(Where(source, key.source()) + label + " key '" + dotted +
                         "' is given twice in one entry; keep one");
     }
     entry.items.push_back({dotted, TomlToJson(node), node.source(), &node});
@@ -111,14 +114,8 @@ std::vector<MatrixEntry> ReadEntries(toml::table& matrix, const std::string& wha
   if (!node->is_array()) throw ConfigError(Where(source, node->source()) + problem);
   for (toml::node& element : *node->as_array()) {
     if (!element.is_table()) throw ConfigError(Where(source, element.source()) + problem);
-    MatrixEntry entry;
-    entry.where = element.source();
-    FlattenEntry(*element.as_table(), "", what, spec, source, entry);
-    std::stable_sort(entry.items.begin(), entry.items.end(),
-                     [&source](const MatrixItem& a, const MatrixItem& b) {
-                       return PositionKey(a.where, source) < PositionKey(b.where, source);
-                     });
-    entries.push_back(std::move(entry));
+    entries.push_back(
+        ReadEntryTable(*element.as_table(), "[[matrix." + what + "]]", {}, spec, source));
   }
   return entries;
 }
@@ -228,6 +225,19 @@ const MatrixAxis* MatrixSpec::FindAxis(const std::string& key) const {
   return nullptr;
 }
 
+MatrixEntry ReadEntryTable(toml::table& table, const std::string& label,
+                           const std::vector<std::string>& skip, const MatrixSpec& spec,
+                           const std::string& source) {
+  MatrixEntry entry;
+  entry.where = table.source();
+  FlattenEntry(table, "", label, spec, source, skip, entry);
+  std::stable_sort(entry.items.begin(), entry.items.end(),
+                   [&source](const MatrixItem& a, const MatrixItem& b) {
+                     return PositionKey(a.where, source) < PositionKey(b.where, source);
+                   });
+  return entry;
+}
+
 const ValueRef* Combination::Find(const std::string& key) const {
   for (const auto& [existing, ref] : values) {
     if (existing == key) return &ref;
@@ -239,7 +249,11 @@ MatrixSpec ReadMatrix(toml::table& root, const std::string& source,
                       const std::vector<std::string>& overrides) {
   MatrixSpec spec;
   toml::node* node = root.get("matrix");
-  if (node == nullptr) return spec;
+  if (node == nullptr) {
+    ReadAblation(root, source, spec);
+    PinAblationOverrides(overrides, spec);
+    return spec;
+  }
   if (!node->is_table()) {
     throw ConfigError(Where(source, node->source()) + "'matrix' must be a table [matrix]");
   }
@@ -257,10 +271,14 @@ MatrixSpec ReadMatrix(toml::table& root, const std::string& source,
   CheckExcludes(spec, source);
   CheckIncludes(spec, source);
   PinOverriddenKeys(root, overrides, spec);
+  ReadAblation(root, source, spec);
+  PinAblationOverrides(overrides, spec);
   return spec;
 }
 
-std::vector<Combination> ExpandMatrix(const MatrixSpec& spec, const std::string& source) {
+namespace {
+
+std::vector<Combination> MatrixCombinations(const MatrixSpec& spec, const std::string& source) {
   if (!spec.present) return {Combination{}};
   std::vector<Combination> combinations = CartesianProduct(spec, source);
   const size_t original = combinations.size();
@@ -291,8 +309,34 @@ std::vector<Combination> ExpandMatrix(const MatrixSpec& spec, const std::string&
                     "entries remove every combination; narrow them or add an include entry");
 }
 
+}  // namespace
+
+std::vector<Combination> ExpandMatrix(const MatrixSpec& spec, const std::string& source) {
+  std::vector<Combination> combinations = MatrixCombinations(spec, source);
+  const std::vector<AblationVariant> variants = AblationVariants(spec.ablation);
+  if (variants.empty()) return combinations;
+  std::vector<Combination> crossed;
+  for (const Combination& combination : combinations) {
+    for (const AblationVariant& variant : variants) {
+      Combination cell = combination;
+      cell.ablation = variant.label;
+      for (size_t s : variant.steps) {
+        const auto& items = spec.ablation[s].entry.items;
+        for (size_t i = 0; i < items.size(); ++i) {
+          cell.values.emplace_back(items[i].key, ValueRef{ValueRef::Origin::kAblation, s, i});
+        }
+      }
+      crossed.push_back(std::move(cell));
+    }
+  }
+  return crossed;
+}
+
 const nlohmann::json& ValueOf(const MatrixSpec& spec, const ValueRef& ref) {
   if (ref.origin == ValueRef::Origin::kAxis) return spec.axes[ref.entry].values[ref.item];
+  if (ref.origin == ValueRef::Origin::kAblation) {
+    return spec.ablation[ref.entry].entry.items[ref.item].value;
+  }
   return spec.includes[ref.entry].items[ref.item].value;
 }
 
@@ -304,11 +348,14 @@ void AssignCombination(toml::table& root, MatrixSpec& spec, const Combination& c
       if (axis.pinned) continue;  // the --set value is already in place
       AssignAtPath(root, key, std::move(*axis.nodes[ref.item]), axis.where, source);
     } else {
-      MatrixItem& item = spec.includes[ref.entry].items[ref.item];
+      MatrixItem& item = ref.origin == ValueRef::Origin::kAblation
+                             ? spec.ablation[ref.entry].entry.items[ref.item]
+                             : spec.includes[ref.entry].items[ref.item];
       AssignAtPath(root, key, std::move(*item.node), item.where, source);
     }
   }
   root.erase("matrix");
+  root.erase("ablation");
 }
 
 }  // namespace memsweep::experiment

@@ -1,7 +1,8 @@
 // The [matrix] table of an experiment file, read and expanded into combinations: which dotted
 // keys vary over which values (cartesian product, first key slowest), which combinations
 // [[matrix.exclude]] removes and what [[matrix.include]] adds, with GitHub Actions semantics
-// (docs/experiment-format.md, "Matrices").
+// (docs/experiment-format.md, "Matrices"), and the [[ablation]] steps each combination is
+// crossed with (docs/experiment-format.md, "Ablations").
 //
 //   toml::table root = config::ParseToml(text, path);   // --set overrides already applied
 //   MatrixSpec spec = ReadMatrix(root, path, overrides);
@@ -44,46 +45,64 @@ struct MatrixEntry {
   toml::source_region where;
 };
 
+// One [[ablation]] table: a named change to the base configuration.
+struct AblationStep {
+  std::string name;
+  MatrixEntry entry;  // the dotted keys and values the step sets
+};
+
 struct MatrixSpec {
   bool present = false;  // the document has a [matrix] table
   toml::source_region where;
   std::vector<MatrixAxis> axes;
   std::vector<MatrixEntry> excludes;
   std::vector<MatrixEntry> includes;  // entries and items made moot by --set are left out
+  std::vector<AblationStep> ablation;  // [[ablation]], in file order (items --set pinned: dropped)
+  toml::source_region ablation_where;
 
   const MatrixAxis* FindAxis(const std::string& key) const;
 };
 
 // Where a combination's value for one key comes from.
 struct ValueRef {
-  enum class Origin { kAxis, kInclude };
+  enum class Origin { kAxis, kInclude, kAblation };
   Origin origin = Origin::kAxis;
-  size_t entry = 0;  // the axis, or the include entry
-  size_t item = 0;   // the axis value, or the include entry's item
+  size_t entry = 0;  // the axis, the include entry or the ablation step
+  size_t item = 0;   // the axis value, or the entry's item
 };
 
 // One combination: dotted key -> value, matrix keys first (in file order), then keys that
 // include entries added.
 struct Combination {
   std::vector<std::pair<std::string, ValueRef>> values;
+  // With [[ablation]]: "baseline", "+step", "all" or "all-step" (docs/experiment-format.md).
+  std::string ablation;
 
   const ValueRef* Find(const std::string& key) const;
 };
 
-// Reads root["matrix"] (absent: `present` is false). `overrides` are the --set assignments
-// already applied to `root`: a matrix key they set is pinned to the set value, and include
-// entries that set it to anything else are dropped. Throws config::ConfigError
-// ("file:line:column: ...") for a malformed matrix.
+// One entry table (an include, exclude or ablation step) as dotted-key items in file order;
+// top-level keys listed in `skip` are not items. `label` names the entry in messages.
+MatrixEntry ReadEntryTable(toml::table& table, const std::string& label,
+                           const std::vector<std::string>& skip, const MatrixSpec& spec,
+                           const std::string& source);
+
+// Reads root["matrix"] (absent: `present` is false) and root["ablation"]. `overrides` are the
+// --set assignments already applied to `root`: a matrix key they set is pinned to the set value,
+// include entries that set it to anything else are dropped, and ablation steps leave it alone.
+// Throws config::ConfigError ("file:line:column: ...") for a malformed matrix or ablation.
 MatrixSpec ReadMatrix(toml::table& root, const std::string& source,
                       const std::vector<std::string>& overrides);
 // The combinations, in order: the cartesian product minus excludes, extended by includes, then
-// the combinations includes added. Without a matrix: one empty combination. Throws
+// the combinations includes added. Without a matrix: one empty combination. With [[ablation]]
+// steps, each of those is crossed with the ablation variants (in the order of
+// AblationVariants). Throws
 // config::ConfigError when nothing is left.
 std::vector<Combination> ExpandMatrix(const MatrixSpec& spec, const std::string& source);
 
 const nlohmann::json& ValueOf(const MatrixSpec& spec, const ValueRef& ref);
 // Moves the combination's values from the matrix into their places in `root` (the document the
-// spec was read from) and removes [matrix].
+// spec was read from) and removes [matrix] and [[ablation]].
 void AssignCombination(toml::table& root, MatrixSpec& spec, const Combination& combination,
                        const std::string& source);
 
