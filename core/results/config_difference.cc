@@ -1,8 +1,10 @@
 #include "core/results/config_difference.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace memsweep::results {
 namespace {
