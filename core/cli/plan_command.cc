@@ -33,7 +33,16 @@ std::string FormatPlan(const experiment::ExperimentPlan& plan) {
       << (plan.combinations == 1 ? " combination" : " combinations") << RepeatsText(plan) << ")\n";
   std::string varying;
   for (const auto& key : plan.varying_keys) varying += (varying.empty() ? "" : ", ") + key;
-  out << "varying     " << (varying.empty() ? "-" : varying) << "\n\n";
+  out << "varying     " << (varying.empty() ? "-" : varying) << "\n";
+  if (plan.reference_combination) {
+    for (const experiment::Cell& cell : plan.cells) {
+      if (cell.combination != *plan.reference_combination) continue;
+      out << "reference   cell " << cell.index << " (" << plan.reference
+          << "): the other cells' losses are verified against it\n";
+      break;
+    }
+  }
+  out << "\n";
   size_t seed_width = 4;
   for (const experiment::Cell& cell : plan.cells) {
     seed_width = std::max(seed_width, std::to_string(cell.seed).size());

@@ -57,6 +57,7 @@ void PrintCells(const std::string& db_path, int64_t experiment_id) {
       "AS peak_reserved, "
       "CASE WHEN status = 'ok' THEN printf('%.1f', tokens_per_s) END AS tokens_per_s, "
       "CASE WHEN status = 'ok' THEN printf('%.4f', final_loss) END AS final_loss, "
+      "verdict, "
       "substr(replace(error, char(10), ' '), 1, 60) AS error "
       "FROM run_summary WHERE run_id IN (SELECT id FROM runs WHERE experiment_id = ?1) "
       "ORDER BY cell_index, repeat",

@@ -24,10 +24,13 @@ struct Cell {
   std::string hash;         // CellHash(document)
   std::string source;       // the experiment file: names it in messages, anchors relative paths
   // The experiment file with the combination's values at their dotted paths, [matrix] removed,
-  // [experiment] seed set and repeats removed. Every other table passes through untouched.
+  // [experiment] seed set, repeats and reference removed. Every other table passes through untouched.
   toml::table document;
   // Dotted key -> value for the keys the matrix varies and those include entries added.
   nlohmann::json params = nlohmann::json::object();
+  // The hash of the cell whose losses this one is verified against ([experiment] reference:
+  // the reference combination's cell with the same repeat); "" when the experiment names none.
+  std::string reference_hash;
 
   // "data.micro_batch_size=2 device.memory_budget=32MiB" (keys sorted; "" without a matrix).
   std::string Label() const;

@@ -5,12 +5,14 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/config/config_error.h"
 #include "core/config/run_config.h"
 #include "core/config/run_config_loader.h"
 #include "core/config/toml_overrides.h"
 #include "core/config/toml_reader.h"
+#include "core/experiment/cell_selector.h"
 #include "core/experiment/dotted_keys.h"
 #include "core/experiment/matrix.h"
 #include "core/experiment/matrix_overrides.h"
@@ -112,6 +114,7 @@ void AddCells(std::string_view text, const std::string& source,
     }
     experiment->insert_or_assign("seed", seed + r);
     experiment->erase("repeats");
+    experiment->erase("reference");  // a plan-level key: which cell the others are verified against
     Cell cell;  // moved, never copied: copies of TOML nodes lose their file positions
     cell.index = static_cast<int64_t>(cells.size());
     cell.combination = combination_index;
@@ -134,6 +137,82 @@ void CheckDistinct(const std::vector<Cell>& cells, const MatrixSpec& spec,
     throw ConfigError(Where(source, spec.where) + it->second->Describe() + " and " +
                       cell.Describe() + " are the same run (hash " + cell.hash +
                       "); remove the repeated matrix value or include entry");
+  }
+}
+
+std::string DescribeCombinations(const std::vector<Cell>& cells, const std::vector<int64_t>& which) {
+  std::string out;
+  for (int64_t combination : which) {
+    for (const Cell& cell : cells) {
+      if (cell.combination != combination) continue;
+      const std::string label = cell.Label();
+      out += (out.empty() ? "" : "; ") + std::string("cell ") + std::to_string(cell.index) +
+             (label.empty() ? "" : " (" + label + ")");
+      break;
+    }
+  }
+  return out;
+}
+
+// Reads [experiment] reference, finds the one combination it names and points every cell at the
+// reference combination's cell with the same repeat (or its first, when it has fewer repeats).
+void ResolveReference(const toml::table& root, const std::string& source, ExperimentPlan& plan) {
+  const toml::node* node = FindAtPath(root, "experiment.reference");
+  if (node == nullptr) return;
+  const std::string where = Where(source, node->source()) + "[experiment] reference";
+  if (!node->is_string()) {
+    throw ConfigError(where + " must be a string of key=value pairs naming one cell, e.g. "
+                              "reference = \"strategies.checkpointing.plugin=none\"");
+  }
+  plan.reference = node->as_string()->get();
+  CellSelector selector;
+  try {
+    selector = ParseCellSelector(plan.reference);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(where + " " + e.what());
+  }
+  for (const auto& [key, value] : selector.pairs) {
+    bool known = false;
+    for (const Cell& cell : plan.cells) known = known || cell.params.contains(key);
+    if (known) continue;
+    std::string keys;
+    for (const std::string& varying : plan.varying_keys) keys += (keys.empty() ? "" : ", ") + varying;
+    throw ConfigError(where + " '" + plan.reference + "': no cell has a parameter '" + key +
+                      "'; name matrix keys (" + (keys.empty() ? "this file has no [matrix]" : keys) +
+                      ")");
+  }
+  std::vector<int64_t> matches;
+  for (const Cell& cell : plan.cells) {
+    if (!selector.Matches(cell.params)) continue;
+    if (matches.empty() || matches.back() != cell.combination) matches.push_back(cell.combination);
+  }
+  if (matches.empty()) {
+    throw ConfigError(where + " '" + plan.reference + "' matches no cell; the cells are: " +
+                      DescribeCombinations(plan.cells, [&plan] {
+                        std::vector<int64_t> all;
+                        for (const Cell& cell : plan.cells) {
+                          if (all.empty() || all.back() != cell.combination) {
+                            all.push_back(cell.combination);
+                          }
+                        }
+                        return all;
+                      }()));
+  }
+  if (matches.size() > 1) {
+    throw ConfigError(where + " '" + plan.reference + "' matches " +
+                      std::to_string(matches.size()) + " cells (" +
+                      DescribeCombinations(plan.cells, matches) +
+                      "); add key=value pairs until it names one");
+  }
+  plan.reference_combination = matches.front();
+  std::map<int64_t, std::string> reference_by_repeat;
+  for (const Cell& cell : plan.cells) {
+    if (cell.combination == matches.front()) reference_by_repeat.emplace(cell.repeat, cell.hash);
+  }
+  for (Cell& cell : plan.cells) {
+    const auto it = reference_by_repeat.find(cell.repeat);
+    cell.reference_hash =
+        it != reference_by_repeat.end() ? it->second : reference_by_repeat.begin()->second;
   }
 }
 
@@ -167,6 +246,7 @@ ExperimentPlan ParseExperimentPlan(std::string_view text, const std::string& sou
     }
   }
   CheckDistinct(plan.cells, base.spec, source);
+  ResolveReference(base.root, source, plan);
   for (const Cell& cell : plan.cells) {
     try {
       validate(cell);

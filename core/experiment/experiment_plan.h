@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,10 @@ struct ExperimentPlan {
   std::vector<Cell> cells;  // combination by combination, repeats consecutive
   // The keys the matrix varies (file order), then the keys include entries added.
   std::vector<std::string> varying_keys;
+  // [experiment] reference ("key=value[,key=value]", "" when none) and the combination it names.
+  // Every cell's reference_hash then names the reference combination's cell with its repeat.
+  std::string reference;
+  std::optional<int64_t> reference_combination;
 };
 
 // Called for every cell before the plan is returned; throws config::ConfigError to reject it.

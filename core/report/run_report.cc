@@ -150,8 +150,12 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
                   {"padding", r.data.padding == data::Padding::kLongest ? "longest" : "max_length"}};
   j["plugins"] = nlohmann::json::array();
   for (const auto& p : r.plugins) {
-    j["plugins"].push_back({{"slot", p.slot}, {"name", p.name}, {"version", p.version}});
+    j["plugins"].push_back({{"slot", p.slot},
+                            {"name", p.name},
+                            {"version", p.version},
+                            {"math_preserving", p.math_preserving}});
   }
+  j["compute_dtype"] = r.compute_dtype;
   j["plugin_metrics"] = r.plugin_metrics;
   const auto& e = r.environment;
   j["environment"] = {{"hostname", e.hostname},       {"cpu_model", e.cpu_model},

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/experiment/cell_selector.h"
+
 namespace memsweep::results {
 namespace {
 
@@ -52,12 +54,6 @@ bool IsRunId(const std::string& spec) {
   return !spec.empty() && spec.find_first_not_of("0123456789") == std::string::npos;
 }
 
-std::string Trim(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
-
 std::string DescribeCells(const std::vector<CellFigures>& cells, const std::vector<size_t>& which) {
   std::ostringstream out;
   for (size_t i = 0; i < which.size(); ++i) out << (i ? ", " : "") << cells[which[i]].cell_index;
@@ -75,29 +71,20 @@ size_t CellOfRun(const std::vector<CellFigures>& cells, int64_t run_id) {
 }
 
 size_t CellWithParams(const std::vector<CellFigures>& cells, const std::string& spec) {
-  std::vector<std::pair<std::string, std::string>> wanted;
-  std::stringstream pairs(spec);
-  std::string pair;
-  while (std::getline(pairs, pair, ',')) {
-    const size_t equals = pair.find('=');
-    if (equals == std::string::npos) {
-      throw std::invalid_argument("baseline '" + spec + "': expected key=value, got '" + pair +
-                                  "'");
-    }
-    wanted.emplace_back(Trim(pair.substr(0, equals)), Trim(pair.substr(equals + 1)));
+  experiment::CellSelector selector;
+  try {
+    selector = experiment::ParseCellSelector(spec);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("baseline ") + e.what());
   }
-  for (const auto& [key, value] : wanted) {
+  for (const auto& [key, value] : selector.pairs) {
     bool known = false;
     for (const CellFigures& cell : cells) known = known || cell.params.contains(key);
     if (!known) throw std::invalid_argument("baseline: no cell has a parameter '" + key + "'");
   }
   std::vector<size_t> matches;
   for (size_t i = 0; i < cells.size(); ++i) {
-    bool all = true;
-    for (const auto& [key, value] : wanted) {
-      all = all && ParamMatches(ParamValue(cells[i].params, key), value);
-    }
-    if (all) matches.push_back(i);
+    if (selector.Matches(cells[i].params)) matches.push_back(i);
   }
   if (matches.empty()) throw std::invalid_argument("baseline: no cell has " + spec);
   if (matches.size() > 1) {
@@ -157,13 +144,7 @@ std::string ParamText(const json& value) {
 }
 
 bool ParamMatches(const json& value, const std::string& text) {
-  if (value.is_string()) return value.get<std::string>() == text || value.dump() == text;
-  if (value.is_number()) {
-    char* end = nullptr;
-    const double number = std::strtod(text.c_str(), &end);
-    return end != text.c_str() && *end == '\0' && number == value.get<double>();
-  }
-  return value.dump() == text;
+  return experiment::ParamValueMatches(value, text);
 }
 
 const json& ParamValue(const json& params, const std::string& key) {

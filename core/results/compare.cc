@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/results/cell_verdicts.h"
 #include "core/results/main_effects.h"
 
 namespace memsweep::results {
@@ -90,14 +91,41 @@ int64_t CountOtherRuns(ResultsDb& db, int64_t experiment_id) {
   return std::stoll(result.rows.at(0).at(0).value_or("0"));
 }
 
+Value OptionalInteger(std::optional<int64_t> value) {
+  if (!value) return {std::nullopt, ValueKind::kNull};
+  return Integer(*value);
+}
+
+Value OptionalText(const std::string& value) {
+  if (value.empty()) return {std::nullopt, ValueKind::kNull};
+  return Text(value);
+}
+
+// verdict, expected, compute_dtype, max_abs_deviation, max_rel_deviation, max_deviation_step,
+// tolerance_rel, verdict_reason
+void AddVerdictColumns(const CellVerdict& cell, std::vector<Value>& row) {
+  const RunVerdict& v = cell.verdict;
+  row.push_back(Text(VerdictName(v.verdict)));
+  row.push_back(v.expectation ? Text(ExpectationName(*v.expectation)) : Value{std::nullopt, ValueKind::kNull});
+  row.push_back(OptionalText(v.compute_dtype));
+  row.push_back(Real(cell.max_abs_deviation));
+  row.push_back(Real(cell.max_rel_deviation));
+  row.push_back(OptionalInteger(cell.max_deviation_step));
+  row.push_back(Real(v.tolerance));
+  row.push_back(OptionalText(v.reason));
+}
+
 QueryResult CellsTable(const std::vector<CellFigures>& cells,
-                       const std::vector<std::string>& factors, const CellFigures& baseline) {
+                       const std::vector<std::string>& factors, const CellFigures& baseline,
+                       const CellVerdicts& verdicts) {
   QueryResult table;
   table.columns.push_back("cell");
   table.columns.insert(table.columns.end(), factors.begin(), factors.end());
   for (const char* column :
        {"n", "status", "peak_allocated_bytes", "peak_allocated_ratio", "peak_reserved_ratio",
-        "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta"}) {
+        "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta", "verdict",
+        "expected", "compute_dtype", "max_abs_deviation", "max_rel_deviation",
+        "max_deviation_step", "tolerance_rel", "verdict_reason"}) {
     table.columns.push_back(column);
   }
   for (const CellFigures& cell : cells) {
@@ -112,6 +140,7 @@ QueryResult CellsTable(const std::vector<CellFigures>& cells,
     row.push_back(Real(Ratio(cell.tokens_per_s, baseline.tokens_per_s)));
     row.push_back(Real(cell.final_loss));
     row.push_back(Real(Delta(cell.final_loss, baseline.final_loss)));
+    AddVerdictColumns(verdicts.by_cell.at(cell.cell_index), row);
     AddRow(table, row);
   }
   return table;
@@ -148,6 +177,13 @@ std::string Plural(int64_t count, const std::string& noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
+std::string VerificationSource(const Comparison& c) {
+  const std::string cell =
+      c.reference_cell ? "cell " + std::to_string(*c.reference_cell) : std::string("?");
+  if (c.verified_against_reference) return "the experiment's reference, " + cell;
+  return "the baseline, " + cell + " (the experiment names no [experiment] reference)";
+}
+
 std::string TableHeading(const Comparison& comparison) {
   std::ostringstream out;
   const Comparison& c = comparison;
@@ -161,7 +197,8 @@ std::string TableHeading(const Comparison& comparison) {
   }
   out << "\nbaseline: cell " << c.baseline.cell_index;
   if (!c.factors.empty()) out << " (" << DescribeParams(c.baseline.params, c.factors) << ")";
-  out << ", " << Plural(c.baseline.ok_runs, "ok run") << "\n\n";
+  out << ", " << Plural(c.baseline.ok_runs, "ok run") << "\n";
+  out << "loss verification: against " << VerificationSource(c) << "\n\n";
   return out.str();
 }
 
@@ -173,6 +210,9 @@ nlohmann::ordered_json ComparisonToJson(const Comparison& c) {
   out["baseline"] = {{"cell", c.baseline.cell_index},
                      {"run_ids", c.baseline.run_ids},
                      {"params", nlohmann::ordered_json::parse(c.baseline.params.dump())}};
+  out["verification"] = {{"against", c.verified_against_reference ? "reference" : "baseline"},
+                         {"cell", c.reference_cell ? nlohmann::ordered_json(*c.reference_cell)
+                                                   : nlohmann::ordered_json()}};
   out["compared_runs"] = c.compared_runs;
   out["other_runs"] = c.other_runs;
   out["cells"] = QueryResultToJson(c.cells);
@@ -200,7 +240,10 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
     throw ResultsError(db.path(), "experiment '" + comparison.experiment.name + "': " + e.what());
   }
   comparison.factors = VaryingKeys(cells);
-  comparison.cells = CellsTable(cells, comparison.factors, comparison.baseline);
+  const CellVerdicts verdicts = VerifyCells(db, experiment_id, cells, comparison.baseline);
+  comparison.verified_against_reference = verdicts.from_reference;
+  comparison.reference_cell = verdicts.reference_cell;
+  comparison.cells = CellsTable(cells, comparison.factors, comparison.baseline, verdicts);
   comparison.effects = EffectsTable(MainEffects(cells, comparison.baseline));
   return comparison;
 }

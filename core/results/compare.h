@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,14 @@ struct Comparison {
   CellFigures baseline;
   int64_t compared_runs = 0;  // runs with status ok or oom
   int64_t other_runs = 0;     // pending, running, failed or timeout: not compared
+  // Loss-equivalence verdicts: against the experiment's stored [experiment] reference when it
+  // has one, else computed against the baseline; reference_cell is that cell's number.
+  bool verified_against_reference = false;
+  std::optional<int64_t> reference_cell;
   // cell, one column per factor, n, status, peak_allocated_bytes, peak_allocated_ratio,
-  // peak_reserved_ratio, tokens_per_s, tokens_per_s_ratio, final_loss, final_loss_delta
+  // peak_reserved_ratio, tokens_per_s, tokens_per_s_ratio, final_loss, final_loss_delta,
+  // verdict, expected, compute_dtype, max_abs_deviation, max_rel_deviation,
+  // max_deviation_step, tolerance_rel, verdict_reason
   QueryResult cells;
   // factor, value, cells, oom_cells, peak_allocated_ratio, peak_reserved_ratio,
   // tokens_per_s_ratio, final_loss_delta; no rows when no key varies

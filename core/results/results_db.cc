@@ -10,6 +10,7 @@
 
 #include "core/results/run_result_store.h"
 #include "core/results/schema.h"
+#include "core/results/verification_store.h"
 
 namespace memsweep::results {
 namespace {
@@ -21,7 +22,7 @@ constexpr const char* kNowSql = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 constexpr const char* kRunColumns =
     "id, experiment_id, cell_hash, cell_index, repeat, seed, status, error, config_json, "
-    "params_json, started_at, finished_at, worker_pid";
+    "params_json, started_at, finished_at, worker_pid, reference_hash";
 
 constexpr const char* kExperimentColumns = "id, name, source_path, file_text, created_at";
 
@@ -79,6 +80,7 @@ RunRow ReadRun(const SqliteStatement& row) {
   run.started_at = row.ColumnText(10);
   run.finished_at = row.ColumnText(11);
   run.worker_pid = row.ColumnOptionalInt64(12);
+  if (row.ColumnKind(13) != ValueKind::kNull) run.reference_hash = row.ColumnText(13);
   return run;
 }
 
@@ -110,7 +112,7 @@ std::optional<std::string> ValueText(const SqliteStatement& row, int column, Val
   return text + "'";
 }
 
-// The cell's columns bound to ?1 (experiment id) ... ?7 (params_json).
+// The cell's columns bound to ?1 (experiment id) ... ?7 (params_json), ?8 (reference_hash).
 void BindCell(SqliteStatement& statement, int64_t experiment_id, const CellInfo& cell) {
   statement.BindInt64(1, experiment_id);
   statement.BindText(2, cell.cell_hash);
@@ -119,6 +121,11 @@ void BindCell(SqliteStatement& statement, int64_t experiment_id, const CellInfo&
   statement.BindOptionalInt64(5, cell.seed);
   statement.BindText(6, cell.config_json);
   statement.BindText(7, cell.params_json);
+  if (cell.reference_hash) {
+    statement.BindText(8, *cell.reference_hash);
+  } else {
+    statement.BindNull(8);
+  }
 }
 
 }  // namespace
@@ -177,8 +184,9 @@ std::vector<int64_t> ResultsDb::AddPendingRuns(int64_t experiment_id,
   ImmediateTransaction transaction(db_);
   SqliteStatement insert = db_.Prepare(
       "INSERT INTO runs (experiment_id, cell_hash, cell_index, repeat, seed, config_json, "
-      "params_json, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending') "
-      "ON CONFLICT (experiment_id, cell_hash) DO NOTHING");
+      "params_json, reference_hash, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending') "
+      "ON CONFLICT (experiment_id, cell_hash) DO UPDATE SET "
+      "reference_hash = excluded.reference_hash");
   SqliteStatement find =
       db_.Prepare("SELECT id FROM runs WHERE experiment_id = ?1 AND cell_hash = ?2");
   std::vector<int64_t> ids;
@@ -191,6 +199,7 @@ std::vector<int64_t> ResultsDb::AddPendingRuns(int64_t experiment_id,
     ids.push_back(find.ColumnInt64(0));
     find.Reset();
   }
+  UpdateExperimentVerification(db_, experiment_id);
   transaction.Commit();
   return ids;
 }
@@ -216,21 +225,22 @@ int64_t ResultsDb::ClaimRun(int64_t experiment_id, const CellInfo& cell, int64_t
   ImmediateTransaction transaction(db_);
   SqliteStatement upsert = db_.Prepare(
       std::string("INSERT INTO runs (experiment_id, cell_hash, cell_index, repeat, seed, "
-                  "config_json, params_json, worker_pid, status, started_at) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ") +
+                  "config_json, params_json, reference_hash, worker_pid, status, started_at) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ") +
       kNowSql +
       ") ON CONFLICT (experiment_id, cell_hash) DO UPDATE SET "
       "cell_index = excluded.cell_index, repeat = excluded.repeat, seed = excluded.seed, "
       "config_json = excluded.config_json, params_json = excluded.params_json, "
-      "worker_pid = excluded.worker_pid, status = 'running', error = NULL, "
+      "reference_hash = excluded.reference_hash, worker_pid = excluded.worker_pid, status = 'running', error = NULL, "
       "started_at = excluded.started_at, finished_at = NULL "
       "RETURNING id");
   BindCell(upsert, experiment_id, cell);
-  upsert.BindInt64(8, worker_pid);
+  upsert.BindInt64(9, worker_pid);
   if (!upsert.Step()) throw ResultsError(path(), "claiming cell " + cell.cell_hash + " failed");
   const int64_t run_id = upsert.ColumnInt64(0);
   upsert.Reset();
   DeleteRunDetails(db_, run_id);
+  UpdateRunVerification(db_, run_id);
   transaction.Commit();
   return run_id;
 }
@@ -248,6 +258,7 @@ void ResultsDb::FinishRun(int64_t run_id, RunStatus status, const std::string& e
   update.Reset();
   DeleteRunDetails(db_, run_id);
   if (result != nullptr) StoreRunDetails(db_, run_id, *result);
+  UpdateRunVerification(db_, run_id);
   transaction.Commit();
 }
 
@@ -260,6 +271,8 @@ std::vector<RunRow> ResultsDb::Runs(int64_t experiment_id) {
   while (select.Step()) runs.push_back(ReadRun(select));
   return runs;
 }
+
+RunEvidence ResultsDb::LoadEvidence(int64_t run_id) { return LoadRunEvidence(db_, run_id); }
 
 QueryResult ResultsDb::Query(const std::string& sql, const std::vector<std::string>& parameters) {
   SqliteStatement statement = db_.Prepare(sql);

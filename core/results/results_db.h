@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/results/loss_verification.h"
 #include "core/results/query_result.h"
 #include "core/results/results_error.h"
 #include "core/results/run_status.h"
@@ -33,6 +34,9 @@ struct CellInfo {
   std::optional<int64_t> seed;
   std::string config_json = "{}";  // the resolved configuration
   std::string params_json = "{}";  // the matrix parameters that vary: {"dotted.key": value}
+  // The hash of the cell whose loss trajectory this cell's is verified against ([experiment]
+  // reference; the reference cell names itself); nullopt when the experiment names none.
+  std::optional<std::string> reference_hash;
 };
 
 struct ExperimentRow {
@@ -57,6 +61,7 @@ struct RunRow {
   std::string started_at;   // "" until claimed
   std::string finished_at;  // "" until finished
   std::optional<int64_t> worker_pid;
+  std::optional<std::string> reference_hash;
 };
 
 class ResultsDb {
@@ -78,22 +83,28 @@ class ResultsDb {
   // The most recently created experiment, or the most recent one named `name` when given.
   std::optional<ExperimentRow> LatestExperiment(const std::string& name = "");
 
-  // Records the cells of a plan as 'pending' (cells that already have a row are left as they
-  // are), in one transaction. Returns the run ids in the order of `cells`.
+  // Records the cells of a plan as 'pending' (cells that already have a row keep their status
+  // and figures; their reference is updated) and brings the experiment's verification table up
+  // to date, in one transaction. Returns the run ids in the order of `cells`.
   std::vector<int64_t> AddPendingRuns(int64_t experiment_id, const std::vector<CellInfo>& cells);
   std::optional<RunRow> FindRun(int64_t experiment_id, const std::string& cell_hash);
   std::optional<RunRow> FindRun(int64_t run_id);
   // Marks the cell 'running' for `worker_pid`, inserting its row or resetting an existing one
   // (error, finish time and every figure of an earlier attempt are deleted), in one transaction.
-  // The run id of a cell never changes.
+  // The run id of a cell never changes. The verdicts of the run and of the runs verified
+  // against it are updated in the same transaction (n/a while it runs).
   int64_t ClaimRun(int64_t experiment_id, const CellInfo& cell, int64_t worker_pid);
   // Sets the final status and error and stores every figure of `result` (the run-result JSON),
   // replacing any stored before, in one transaction. `result` is null when the run produced
-  // none (crash, timeout): then only the status and error are recorded.
+  // none (crash, timeout): then only the status and error are recorded. The verdicts of the run
+  // and of the runs verified against it are recomputed in the same transaction.
   void FinishRun(int64_t run_id, RunStatus status, const std::string& error,
                  const nlohmann::json* result);
   // Every run of the experiment, by cell_index then repeat.
   std::vector<RunRow> Runs(int64_t experiment_id);
+
+  // What verification compares of one run (loss_verification.h).
+  RunEvidence LoadEvidence(int64_t run_id);
 
   // Runs one SQL statement. `parameters` are bound as text to ?1, ?2, ... Throws ResultsError
   // with SQLite's message for bad SQL (and for writes on a read-only database).

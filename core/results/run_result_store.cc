@@ -40,7 +40,9 @@ const std::vector<Field>& RunMetricsFields() {
       {"saved_activations_bytes", "memory", "saved_activations_bytes"},
       {"allocations", "memory", "allocations"},
       {"oom_requested_bytes", "oom", "requested_bytes"},
-      {"oom_stage", "oom", "stage"}};
+      {"oom_stage", "oom", "stage"},
+      {"compute_dtype", "", "compute_dtype"},
+      {"resolved_config_json", "", "config"}};
   return kFields;
 }
 
@@ -88,7 +90,10 @@ const std::vector<Field>& PhaseFields() {
 
 const std::vector<Field>& PluginFields() {
   static const std::vector<Field> kFields = {
-      {"slot", "", "slot"}, {"name", "", "name"}, {"version", "", "version"}};
+      {"slot", "", "slot"},
+      {"name", "", "name"},
+      {"version", "", "version"},
+      {"math_preserving", "", "math_preserving"}};
   return kFields;
 }
 

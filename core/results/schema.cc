@@ -165,6 +165,73 @@ JOIN experiments AS e ON e.id = r.experiment_id
 LEFT JOIN run_metrics AS m ON m.run_id = r.id;
 )sql";
 
+// Version 2: loss-equivalence verification. What a run needs to be compared with a reference
+// (its plugins' math-preserving flags, its compute dtype, its resolved configuration), which cell
+// it is compared with (runs.reference_hash), and the verdicts. Runs recorded by version 1 keep
+// NULL in the new columns: their verdict is "n/a" (recorded without the flags).
+constexpr const char* kVersion2 = R"sql(
+ALTER TABLE run_plugins ADD COLUMN math_preserving INTEGER;
+ALTER TABLE run_metrics ADD COLUMN compute_dtype TEXT;
+ALTER TABLE run_metrics ADD COLUMN resolved_config_json TEXT;
+ALTER TABLE runs ADD COLUMN reference_hash TEXT;
+
+CREATE TABLE verification (
+  run_id             INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  reference_run_id   INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  verdict            TEXT NOT NULL
+                     CHECK (verdict IN ('reference', 'pass', 'fail', 'close', 'differs', 'n/a')),
+  expected           TEXT
+                     CHECK (expected IN ('equivalent', 'not math-preserving', 'config differs')),
+  reason             TEXT NOT NULL DEFAULT '',
+  compute_dtype      TEXT,
+  tolerance_rel      REAL,
+  steps_compared     INTEGER,
+  max_abs_deviation  REAL,
+  max_rel_deviation  REAL,
+  max_deviation_step INTEGER,
+  bitwise_equal      INTEGER,
+  verified_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX verification_by_reference ON verification(reference_run_id);
+
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT
+  e.name                 AS experiment,
+  r.id                   AS run_id,
+  r.cell_hash            AS cell_hash,
+  r.cell_index           AS cell_index,
+  r.repeat               AS repeat,
+  r.status               AS status,
+  r.error                AS error,
+  r.params_json          AS params,
+  m.peak_allocated_bytes AS peak_allocated_bytes,
+  m.peak_reserved_bytes  AS peak_reserved_bytes,
+  m.peak_rss_bytes       AS peak_rss_bytes,
+  m.params_bytes         AS params_bytes,
+  m.grads_bytes          AS grads_bytes,
+  m.optimizer_bytes      AS optimizer_bytes,
+  m.activations_bytes    AS activations_bytes,
+  m.tokens_per_s         AS tokens_per_s,
+  m.mfu                  AS mfu,
+  m.final_loss           AS final_loss,
+  m.step_time_median_s   AS step_time_median_s,
+  m.padding_fraction     AS padding_fraction,
+  r.experiment_id        AS experiment_id,
+  r.seed                 AS seed,
+  m.steps_completed      AS steps_completed,
+  m.wall_seconds         AS wall_seconds,
+  r.started_at           AS started_at,
+  r.finished_at          AS finished_at,
+  m.compute_dtype        AS compute_dtype,
+  v.verdict              AS verdict,
+  v.max_rel_deviation    AS max_rel_deviation
+FROM runs AS r
+JOIN experiments AS e ON e.id = r.experiment_id
+LEFT JOIN run_metrics AS m ON m.run_id = r.id
+LEFT JOIN verification AS v ON v.run_id = r.id;
+)sql";
+
 ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t known) {
   return ResultsError(path, "schema version " + std::to_string(version) +
                                 " is newer than this memsweep knows (" + std::to_string(known) +
@@ -174,7 +241,7 @@ ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t kn
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
-  static const std::vector<Migration> kMigrations = {{1, kVersion1}};
+  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}};
   return kMigrations;
 }
 

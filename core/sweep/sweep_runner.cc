@@ -45,6 +45,7 @@ results::CellInfo InfoOf(const experiment::Cell& cell) {
   info.seed = static_cast<int64_t>(cell.seed);
   info.config_json = experiment::TomlToJson(cell.document).dump();
   info.params_json = cell.params.dump();
+  if (!cell.reference_hash.empty()) info.reference_hash = cell.reference_hash;
   return info;
 }
 

@@ -8,6 +8,8 @@
 // - A crash (abort, segfault), a budget OOM or a timeout is that cell's status with its message;
 //   the sweep goes on.
 // - Each finished cell's result JSON and summary table are kept beside the database.
+// - Loss-equivalence verdicts ([experiment] reference) are updated by the database in the
+//   transactions that record the plan and claim and finish each cell (verification_store.h).
 // - Stop requests (SIGINT/SIGTERM) kill the running worker, put its cell back to 'pending' and
 //   end the sweep.
 //

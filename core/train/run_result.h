@@ -80,6 +80,7 @@ struct PluginUse {
   std::string slot;
   std::string name;
   std::string version;
+  bool math_preserving = true;  // Strategy::MathPreserving(): leaves the training math unchanged
 };
 
 struct RunResult {
@@ -93,6 +94,7 @@ struct RunResult {
   env::EnvironmentInfo environment;
   data::DataConfig data;  // as the batching strategy configured it
   std::vector<PluginUse> plugins;
+  std::string compute_dtype;  // the precision strategy's ComputeDtype ("float32", "bfloat16", ...)
   std::map<std::string, double> plugin_metrics;  // figures strategies recorded (summed)
 };
 

@@ -67,6 +67,17 @@ ModelState MeasureModelState(const RunState& state) {
   return s;
 }
 
+// The dtype as results name it (docs/results.md): "float32", "bfloat16", "float16", ...
+std::string ComputeDtypeName(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Double: return "float64";
+    default: return c10::toString(dtype);
+  }
+}
+
 std::string WithoutBacktrace(const c10::Error& error) {
   return error.what_without_backtrace();
 }
@@ -246,14 +257,18 @@ RunResult Trainer::Run() {
   // so it runs outside the budget and before the run's memory accounting starts.
   env::SetThreads(config_.device.threads);
   env::SetGemmBackend(config_.device.gemm);
-  for (const auto& active : strategies_) {
-    result.plugins.push_back({active.slot, active.name, active.version});
-  }
   c10::ScalarType compute_dtype = at::kFloat;
   try {
+    // What loss-equivalence verification needs to know of each plugin (docs/results.md).
+    for (const auto& active : strategies_) {
+      const bool preserving =
+          CallPlugin(active, "MathPreserving", [&] { return active.impl->MathPreserving(); });
+      result.plugins.push_back({active.slot, active.name, active.version, preserving});
+    }
     auto [precision, precision_plugin] = StrategyHooks(strategies_).Get<PrecisionStrategy>("precision");
     compute_dtype = CallPlugin(*precision_plugin, "environment",
                                [&] { return precision->ComputeDtype(); });
+    result.compute_dtype = ComputeDtypeName(compute_dtype);
   } catch (const PluginError& e) {
     result.status = RunStatus::kFailed;
     result.error = e.what();

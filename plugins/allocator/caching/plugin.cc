@@ -25,6 +25,8 @@ const MemsweepParamSpec kParams[] = {
 
 class CachingAllocator final : public memsweep::AllocatorStrategy {
  public:
+  // Math-preserving: only where tensors live changes, never their values.
+  bool MathPreserving() const override { return true; }
   explicit CachingAllocator(const memsweep::PluginParams& params)
       : options_(CachingOptions::FromParams(params.Int("max_split_size_mb"),
                                             params.Int("roundup_power2_divisions"),

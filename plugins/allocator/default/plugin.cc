@@ -9,6 +9,8 @@ namespace {
 
 class SystemAllocator final : public memsweep::AllocatorStrategy {
  public:
+  // Math-preserving: only where tensors live changes, never their values.
+  bool MathPreserving() const override { return true; }
   explicit SystemAllocator(const memsweep::PluginParams&) {}
   std::shared_ptr<memsweep::memory::MemoryBackend> MakeBackend() override {
     return std::make_shared<memsweep::memory::SystemBackend>();

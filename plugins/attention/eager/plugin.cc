@@ -7,6 +7,8 @@ namespace {
 
 class EagerAttention final : public memsweep::AttentionStrategy {
  public:
+  // Math-preserving: the plain attention every other attention is compared with.
+  bool MathPreserving() const override { return true; }
   explicit EagerAttention(const memsweep::PluginParams&) {}
   memsweep::model::AttentionFn MakeAttention() override {
     return memsweep::plugins::EagerCausalAttention;

@@ -20,6 +20,11 @@ const MemsweepParamSpec kParams[] = {
 
 class FixedBatching final : public memsweep::BatchingStrategy {
  public:
+  // Math-preserving: micro-batches x accumulation at an equal effective batch give the same
+  // update (the loss is normalised over the effective batch's real tokens); a different
+  // effective batch changes the tokens per step, which verification reports as a
+  // configuration difference.
+  bool MathPreserving() const override { return true; }
   explicit FixedBatching(const memsweep::PluginParams& p)
       : micro_batch_size_(p.Int("micro_batch_size")),
         accumulation_steps_(p.Int("accumulation_steps")),

@@ -14,6 +14,8 @@ const MemsweepParamSpec kParams[] = {
 
 class EmptyCache final : public memsweep::CallbackStrategy {
  public:
+  // Math-preserving: releases unused cached memory; no tensor changes.
+  bool MathPreserving() const override { return true; }
   explicit EmptyCache(const memsweep::PluginParams& params) : every_(params.Int("every")) {
     if (every_ < 1) throw std::invalid_argument("every must be at least 1");
   }

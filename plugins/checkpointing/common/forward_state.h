@@ -47,15 +47,24 @@ struct ForwardState {
 // random numbers of the ongoing run nor leaks the forward's autocast setting.
 class RecomputeGuard {
  public:
-  explicit RecomputeGuard(const ForwardState& forward) : saved_(ForwardState::Capture()) {
+  explicit RecomputeGuard(const ForwardState& forward)
+      : saved_(ForwardState::Capture()), forward_autocast_(forward.autocast_enabled) {
     forward.Apply();
   }
-  ~RecomputeGuard() { saved_.Apply(); }
+  ~RecomputeGuard() {
+    // A recompute under autocast fills LibTorch's autocast cache with low-precision copies of
+    // the weights. Left there, the next forward would reuse them after the optimizer step has
+    // changed the weights (found by loss-equivalence verification: bf16 + full checkpointing
+    // drifted from bf16 alone from step 1 on).
+    if (forward_autocast_) at::autocast::clear_cache();
+    saved_.Apply();
+  }
   RecomputeGuard(const RecomputeGuard&) = delete;
   RecomputeGuard& operator=(const RecomputeGuard&) = delete;
 
  private:
   ForwardState saved_;
+  bool forward_autocast_;
 };
 
 }  // namespace memsweep::plugins::checkpointing

@@ -10,6 +10,8 @@ namespace ckpt = memsweep::plugins::checkpointing;
 
 class EveryKCheckpointing final : public memsweep::CheckpointingStrategy {
  public:
+  // Math-preserving: recomputes the same forward (RNG and autocast state restored): same gradients.
+  bool MathPreserving() const override { return true; }
   explicit EveryKCheckpointing(const memsweep::PluginParams& params) : k_(params.Int("k")) {
     ckpt::ValidateEveryK(k_);
   }

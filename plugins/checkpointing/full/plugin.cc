@@ -6,6 +6,8 @@ namespace {
 
 class FullCheckpointing final : public memsweep::CheckpointingStrategy {
  public:
+  // Math-preserving: recomputes the same forward (RNG and autocast state restored): same gradients.
+  bool MathPreserving() const override { return true; }
   explicit FullCheckpointing(const memsweep::PluginParams&) {}
   memsweep::model::BlockRunner MakeBlockRunner() override {
     return memsweep::plugins::checkpointing::MakeFullCheckpointingRunner();

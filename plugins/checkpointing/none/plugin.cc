@@ -5,6 +5,8 @@ namespace {
 
 class NoCheckpointing final : public memsweep::CheckpointingStrategy {
  public:
+  // Math-preserving: the plain forward and backward.
+  bool MathPreserving() const override { return true; }
   explicit NoCheckpointing(const memsweep::PluginParams&) {}
   memsweep::model::BlockRunner MakeBlockRunner() override {
     return memsweep::model::RunBlockDirectly;

@@ -6,6 +6,8 @@ namespace {
 
 class SelectiveCheckpointing final : public memsweep::CheckpointingStrategy {
  public:
+  // Math-preserving: recomputes the same attention core (RNG and autocast state restored).
+  bool MathPreserving() const override { return true; }
   explicit SelectiveCheckpointing(const memsweep::PluginParams&) {}
   memsweep::model::BlockRunner MakeBlockRunner() override {
     return memsweep::plugins::checkpointing::RunBlockWithCheckpointedAttention;

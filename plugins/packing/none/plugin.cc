@@ -8,6 +8,8 @@ namespace {
 
 class NoPacking final : public memsweep::PackingStrategy {
  public:
+  // Math-preserving: one document per row, as the reference pipeline does.
+  bool MathPreserving() const override { return true; }
   explicit NoPacking(const memsweep::PluginParams&) {}
   std::unique_ptr<memsweep::data::BatchSource> MakeBatchSource(
       const memsweep::data::DataConfig& config, uint64_t seed) override {

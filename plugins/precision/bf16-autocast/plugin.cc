@@ -13,6 +13,7 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   ~Bf16Autocast() override { Disable(); }
 
   c10::ScalarType ComputeDtype() const override { return c10::ScalarType::BFloat16; }
+  // Not math-preserving: bf16 GEMMs round what fp32 computes exactly.
   bool MathPreserving() const override { return false; }
 
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext&) override {

@@ -15,6 +15,7 @@ class Fp16 final : public memsweep::PrecisionStrategy {
         "does not exist on the CPU. Use plugin = \"bf16-autocast\" for mixed precision here");
   }
   c10::ScalarType ComputeDtype() const override { return c10::ScalarType::Half; }
+  // Not math-preserving: fp16 arithmetic and loss scaling round what fp32 computes.
   bool MathPreserving() const override { return false; }
 };
 

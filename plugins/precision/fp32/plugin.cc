@@ -5,6 +5,8 @@ namespace {
 
 class Fp32 final : public memsweep::PrecisionStrategy {
  public:
+  // Math-preserving: the float32 reference arithmetic.
+  bool MathPreserving() const override { return true; }
   explicit Fp32(const memsweep::PluginParams&) {}
   c10::ScalarType ComputeDtype() const override { return c10::ScalarType::Float; }
 };

@@ -5,6 +5,8 @@ namespace {
 
 class NoSharding final : public memsweep::ShardingStrategy {
  public:
+  // Math-preserving: nothing is partitioned.
+  bool MathPreserving() const override { return true; }
   explicit NoSharding(const memsweep::PluginParams&) {}
 };
 

@@ -81,6 +81,17 @@ TEST(FullCheckpointingTest, TrainingLossesAreBitwiseEqualToNone) {
   }
 }
 
+// Several steps, so that a recompute's autocast cache could leak into the next step's forward
+// (stale bf16 copies of weights the optimizer has since changed).
+TEST(FullCheckpointingTest, UnderBf16AutocastTrainingLossesAreBitwiseEqualToNone) {
+  const std::vector<std::string> bf16 = {"strategies.precision.plugin=bf16-autocast"};
+  const train::RunResult none = TrainWith("none", bf16, 3);
+  const train::RunResult full = TrainWith("full", bf16, 3);
+  ASSERT_EQ(none.status, train::RunStatus::kOk) << none.error;
+  ASSERT_EQ(full.status, train::RunStatus::kOk) << full.error;
+  EXPECT_EQ(testing_support::Losses(none), testing_support::Losses(full));
+}
+
 TEST(FullCheckpointingTest, KeepsFarFewerActivationsForBackward) {
   const train::RunResult none = TrainWith("none", {"strategies.batching.seq_len=128"}, 1);
   const train::RunResult full = TrainWith("full", {"strategies.batching.seq_len=128"}, 1);
