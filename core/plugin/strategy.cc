@@ -13,6 +13,10 @@ Strategy::~Strategy() = default;
 void Strategy::OnStageBegin(Stage, RunContext&) {}
 void Strategy::OnStageEnd(Stage, RunContext&) {}
 bool Strategy::MathPreserving() const { return true; }
+std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(
+    const std::vector<at::Tensor>& model_parameters) {
+  return model_parameters;
+}
 PluginRegistrar::~PluginRegistrar() = default;
 
 const std::vector<std::string>& SlotNames() {

@@ -57,13 +57,26 @@ ModelState MeasureModelState(const RunState& state) {
   ModelState s;
   if (!state.model) return s;
   const std::vector<at::Tensor> params = state.model->parameters();
+  // The optimizer may update tensors other than the parameters (a precision strategy's fp32
+  // master weights): those count as optimizer state, their gradients as gradients. When it
+  // updates the parameters themselves (fp32), every shared storage is counted once.
+  const std::vector<at::Tensor> updated =
+      state.optimizer ? state.optimizer->Parameters() : std::vector<at::Tensor>();
   std::vector<at::Tensor> grads;
-  for (const at::Tensor& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+  for (const std::vector<at::Tensor>* group : {&params, &updated}) {
+    for (const at::Tensor& p : *group) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
   }
   s.params_bytes = memory::DistinctStorageBytes(params);
   s.grads_bytes = memory::DistinctStorageBytes(grads);
-  if (state.optimizer) s.optimizer_bytes = memory::DistinctStorageBytes(state.optimizer->StateTensors());
+  if (state.optimizer) {
+    std::vector<at::Tensor> held = params;
+    held.insert(held.end(), updated.begin(), updated.end());
+    const std::vector<at::Tensor> optimizer_state = state.optimizer->StateTensors();
+    held.insert(held.end(), optimizer_state.begin(), optimizer_state.end());
+    s.optimizer_bytes = memory::DistinctStorageBytes(held) - s.params_bytes;
+  }
   return s;
 }
 
@@ -160,12 +173,16 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   });
   stages.End();
 
-  // optimizer
+  // optimizer: AdamW over the tensors the precision slot names (the parameters, or master
+  // copies of them).
   stages.Begin(Stage::kOptimizer, -1);
   const config::OptimizerSection& o = cfg.optimizer;
+  auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
+  std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
+    return precision->OptimizerParameters(state.model->parameters());
+  });
   state.optimizer = std::make_unique<AdamW>(
-      state.model->parameters(),
-      AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
+      std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
   context.optimizer = state.optimizer.get();
   state.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg.experiment.steps, o.min_lr_ratio};
   probe.SetModelStateFn([&state] { return MeasureModelState(state); });

@@ -7,7 +7,8 @@
 //   allocator      AllocatorStrategy      the memory backend behind the tracking allocator
 //   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
 //   packing        PackingStrategy        the source of micro-batches (documents → rows)
-//   precision      PrecisionStrategy      the compute dtype (hooks do autocast, casts, scaling)
+//   precision      PrecisionStrategy      the compute dtype; the tensors AdamW updates (hooks do
+//                                         autocast, casts, scaling)
 //   attention      AttentionStrategy      the attention core (AttentionFn)
 //   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
 //   sharding       ShardingStrategy       stage hooks only (gradient and state partitioning)
@@ -18,6 +19,7 @@
 // c10::OutOfMemoryError passes through as a budget OOM.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -103,6 +105,17 @@ class PrecisionStrategy : public Strategy {
  public:
   // The dtype the GEMMs run in: the GEMM calibration (MFU) measures this dtype.
   virtual c10::ScalarType ComputeDtype() const = 0;
+
+  // Appended after 1.0 (append-only): the tensors AdamW updates, asked once in the optimizer
+  // stage with the model's parameters (after the model stage's end hooks, where a strategy may
+  // have converted them, e.g. to bf16). Default: the parameters themselves. A strategy that
+  // returns other tensors (fp32 master copies, in the same order) keeps them in step with the
+  // model in its own hooks: gradients onto them at optimizer_step begin, values back to the
+  // parameters at optimizer_step end. Clipping and the update act on the returned tensors;
+  // the memory breakdown counts those that are not parameters as optimizer state and their
+  // gradients as gradients (docs/metrics.md).
+  virtual std::vector<at::Tensor> OptimizerParameters(
+      const std::vector<at::Tensor>& model_parameters);
 };
 
 class AttentionStrategy : public Strategy {

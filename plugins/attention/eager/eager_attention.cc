@@ -21,8 +21,17 @@ at::Tensor EagerCausalAttention(const at::Tensor& q, const at::Tensor& k, const 
     hidden = (hidden.unsqueeze(0) | other_document).unsqueeze(1);            // [B, 1, T, T]
   }
   scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
-  const auto softmax_dtype = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  const at::Tensor probs = at::softmax(scores, -1, softmax_dtype).to(v.scalar_type());
+  at::Tensor probs;
+  if (scores.scalar_type() == at::kBFloat16 && v.scalar_type() == at::kBFloat16) {
+    // bf16 scores (autocast, bf16 parameters): LibTorch's CPU softmax kernel accumulates bf16 in
+    // fp32 and rounds its output, which equals an fp32 softmax cast to bf16 — but autograd then
+    // keeps only the bf16 probabilities (2 B per score) instead of fp32 ones plus their bf16
+    // copy (4 + 2 B), and no fp32 T x T matrix is written.
+    probs = at::softmax(scores, -1);
+  } else {
+    const auto softmax_dtype = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    probs = at::softmax(scores, -1, softmax_dtype).to(v.scalar_type());
+  }
   return at::matmul(probs, values);
 }
 

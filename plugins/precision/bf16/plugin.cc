@@ -1,0 +1,41 @@
+// precision/bf16: bf16 parameters and gradients, fp32 master weights and AdamW state. The model's
+// parameters become bf16 at the end of the model stage, so the whole forward and backward pass
+// runs in bf16 (norm statistics, softmax and the loss stay fp32, see README.md); the optimizer
+// updates the fp32 masters, which are copied back into the parameters after every update.
+#include "master_weights.h"
+#include "memsweep/plugin.h"
+
+namespace {
+
+using memsweep::plugins::precision::MasterWeights;
+
+class Bf16MasterWeights final : public memsweep::PrecisionStrategy {
+ public:
+  explicit Bf16MasterWeights(const memsweep::PluginParams&) {}
+
+  c10::ScalarType ComputeDtype() const override { return c10::ScalarType::BFloat16; }
+  bool MathPreserving() const override { return false; }
+
+  std::vector<at::Tensor> OptimizerParameters(
+      const std::vector<at::Tensor>& model_parameters) override {
+    return weights_.MastersFor(model_parameters);
+  }
+
+  void OnStageBegin(memsweep::Stage stage, memsweep::RunContext&) override {
+    if (stage == memsweep::Stage::kOptimizerStep) weights_.GradientsToMasters();
+  }
+
+  void OnStageEnd(memsweep::Stage stage, memsweep::RunContext& context) override {
+    if (stage == memsweep::Stage::kModel) weights_ = MasterWeights::Convert(context.model->parameters());
+    if (stage == memsweep::Stage::kOptimizerStep) weights_.MastersToParameters();
+  }
+
+ private:
+  MasterWeights weights_;
+};
+
+}  // namespace
+
+MEMSWEEP_PLUGIN(Bf16MasterWeights, "bf16", "precision", "1.0.0",
+                "bf16 parameters and gradients; fp32 master weights and AdamW state",
+                MEMSWEEP_NO_PARAMS, /*slot_default=*/0)
