@@ -172,13 +172,12 @@ void BackwardImpl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   const float* lse_data = lse.data_ptr<float>();
   const int64_t lse_b = lse.stride(0), lse_h = lse.stride(1);
   const int64_t bq = g.q_tile, dp = g.d_pad, ldk = g.k_pad;
-  const int64_t t_len = q.size(2);
   float* dq_all = dq_partial.data_ptr<float>();
   const int64_t dq_thread = dq_partial.stride(0), dq_b = dq_partial.stride(1),
                 dq_h = dq_partial.stride(2);
 
   at::parallel_for(0, static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
-    Scratch scratch(5 * ldk * dp + 3 * bq * dp + 3 * bq * ldk + 2 * bq);
+    Scratch scratch(5 * ldk * dp + 3 * bq * dp + 2 * bq * ldk + 2 * bq);
     float* kr = scratch.Take(ldk * dp);   // keys, row-major
     float* kt = scratch.Take(dp * ldk);   // keys, transposed
     float* vt = scratch.Take(dp * ldk);   // values, transposed
@@ -189,7 +188,6 @@ void BackwardImpl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     float* dq_tile = scratch.Take(bq * dp);
     float* p = scratch.Take(bq * ldk);    // probabilities
     float* ds = scratch.Take(bq * ldk);   // dP, then dS
-    float* trans = scratch.Take(ldk * bq);  // Pᵀ, then dSᵀ
     float* row_lse = scratch.Take(bq);
     float* delta = scratch.Take(bq);
     float* dq_mine = dq_all + at::get_thread_num() * dq_thread;
@@ -222,12 +220,10 @@ void BackwardImpl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
           GemmNN(mq, nk_pad, dp, qs, dp, kt, ldk, p, ldk, false);  // S = (scale·Q)·Kᵀ
           MaskTile(p, ldk, mq, q0, k0, nk, nk_pad);
           ProbabilitiesFromScores(mq, nk_pad, p, ldk, 1.0f, row_lse);
-          Transpose(mq, nk, p, ldk, trans, bq);
-          GemmNN(nk, dp, mq, trans, bq, dout, dp, dv_acc, dp, true);  // dV += Pᵀ·dO
+          GemmTN(nk, dp, mq, p, ldk, dout, dp, dv_acc, dp, true);     // dV += Pᵀ·dO
           GemmNN(mq, nk_pad, dp, dout, dp, vt, ldk, ds, ldk, false);  // dP = dO·Vᵀ
           ScoreGradient(mq, nk_pad, p, ldk, ds, ldk, delta, 1.0f);    // dS = P∘(dP − D)
-          Transpose(mq, nk, ds, ldk, trans, bq);
-          GemmNN(nk, dp, mq, trans, bq, qs, dp, dk_acc, dp, true);      // dK += dSᵀ·(scale·Q)
+          GemmTN(nk, dp, mq, ds, ldk, qs, dp, dk_acc, dp, true);        // dK += dSᵀ·(scale·Q)
           GemmNN(mq, dp, nk_pad, ds, ldk, kr, dp, dq_tile, dp, false);  // dS·K
           float* dq_rows = dq_mine + seq.batch * dq_b + h * dq_h + row0 * g.d;
           for (int64_t i = 0; i < mq; ++i) {
@@ -245,7 +241,6 @@ void BackwardImpl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
       }
     }
   });
-  (void)t_len;
 }
 
 void CheckInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -278,7 +273,7 @@ int64_t L2CacheBytes() {
 int64_t BackwardScratchBytes(TileSizes tiles, int64_t head_dim) {
   const int64_t dp = RoundUpToLanes(head_dim), ldk = RoundUpToLanes(tiles.k_tile);
   const int64_t bq = tiles.q_tile;
-  return 4 * (5 * ldk * dp + 3 * bq * dp + 3 * bq * ldk + 2 * bq);
+  return 4 * (5 * ldk * dp + 3 * bq * dp + 2 * bq * ldk + 2 * bq);
 }
 
 TileSizes ResolveTileSizes(TileSizes requested, int64_t head_dim) {

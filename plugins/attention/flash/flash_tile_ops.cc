@@ -62,8 +62,9 @@ FLASH_INLINE Vec Exp(const Vec& x) {
   return x < lo ? Vec{} : result;
 }
 
-// c[R×(V·kLanes)] (+)= a[R×k] · b[k×(V·kLanes)], the accumulators held in registers.
-template <int R, int V>
+// c[R×(V·kLanes)] (+)= a[R×k] · b[k×(V·kLanes)], the accumulators held in registers. With
+// kTransA, a is stored transposed ([k×R] with leading dimension lda): c (+)= aᵀ·b.
+template <bool kTransA, int R, int V>
 FLASH_INLINE void MicroKernel(int64_t k, const float* a, int64_t lda, const float* b,
                               int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   Vec acc[R][V];
@@ -78,7 +79,7 @@ FLASH_INLINE void MicroKernel(int64_t k, const float* a, int64_t lda, const floa
     for (int v = 0; v < V; ++v) bv[v] = Load(b + p * ldb + v * kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const float ar = a[r * lda + p];
+      const float ar = kTransA ? a[p * lda + r] : a[r * lda + p];
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v) acc[r][v] += bv[v] * ar;
     }
@@ -90,26 +91,43 @@ FLASH_INLINE void MicroKernel(int64_t k, const float* a, int64_t lda, const floa
   }
 }
 
-template <int R>
+template <bool kTransA, int R>
 FLASH_INLINE void MicroRow(int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                            int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   int64_t j = 0;
   for (; j + 4 * kLanes <= n; j += 4 * kLanes) {
-    MicroKernel<R, 4>(k, a, lda, b + j, ldb, c + j, ldc, accumulate);
+    MicroKernel<kTransA, R, 4>(k, a, lda, b + j, ldb, c + j, ldc, accumulate);
   }
-  for (; j < n; j += kLanes) MicroKernel<R, 1>(k, a, lda, b + j, ldb, c + j, ldc, accumulate);
+  for (; j < n; j += kLanes) {
+    MicroKernel<kTransA, R, 1>(k, a, lda, b + j, ldb, c + j, ldc, accumulate);
+  }
+}
+
+// Rows of c in blocks of four; a row block starts at a + i·lda (a + i when transposed).
+template <bool kTransA>
+FLASH_INLINE void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  constexpr int kRows = 4;
+  const int64_t row_step = kTransA ? 1 : lda;
+  int64_t i = 0;
+  for (; i + kRows <= m; i += kRows) {
+    MicroRow<kTransA, kRows>(n, k, a + i * row_step, lda, b, ldb, c + i * ldc, ldc, accumulate);
+  }
+  for (; i < m; ++i) {
+    MicroRow<kTransA, 1>(n, k, a + i * row_step, lda, b, ldb, c + i * ldc, ldc, accumulate);
+  }
 }
 
 }  // namespace
 
 FLASH_CLONES void GemmNN(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  constexpr int kRows = 4;
-  int64_t i = 0;
-  for (; i + kRows <= m; i += kRows) {
-    MicroRow<kRows>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, accumulate);
-  }
-  for (; i < m; ++i) MicroRow<1>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, accumulate);
+  Gemm<false>(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+FLASH_CLONES void GemmTN(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                         const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  Gemm<true>(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 FLASH_CLONES void OnlineSoftmaxStep(int64_t rows, int64_t cols, float* s, int64_t lds,
@@ -158,20 +176,6 @@ FLASH_CLONES void ScoreGradient(int64_t rows, int64_t cols, const float* p, int6
     const Vec d = Splat(delta[i]);
     for (int64_t j = 0; j < cols; j += kLanes) {
       Store(drow + j, Load(prow + j) * (Load(drow + j) - d) * scale);
-    }
-  }
-}
-
-void Transpose(int64_t rows, int64_t cols, const float* in, int64_t ldin, float* out,
-               int64_t ldout) {
-  constexpr int64_t kBlock = 16;  // square blocks keep both sides in L1
-  for (int64_t i0 = 0; i0 < rows; i0 += kBlock) {
-    for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
-      const int64_t i1 = i0 + kBlock < rows ? i0 + kBlock : rows;
-      const int64_t j1 = j0 + kBlock < cols ? j0 + kBlock : cols;
-      for (int64_t i = i0; i < i1; ++i) {
-        for (int64_t j = j0; j < j1; ++j) out[j * ldout + i] = in[i * ldin + j];
-      }
     }
   }
 }

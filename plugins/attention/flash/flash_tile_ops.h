@@ -23,6 +23,11 @@ inline int64_t RoundUpToLanes(int64_t n) { return (n + kLanes - 1) / kLanes * kL
 void GemmNN(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
             int64_t ldb, float* c, int64_t ldc, bool accumulate);
 
+// c[m×n] (+)= aᵀ · b with a stored [k×m] (leading dimension lda): products with a transposed
+// tile (Pᵀ·dO, dSᵀ·Q) without transposing it.
+void GemmTN(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+            int64_t ldb, float* c, int64_t ldc, bool accumulate);
+
 // One key tile of the forward's online softmax for `rows` query rows: s[rows×cols] holds scaled
 // scores (masked entries -inf, cols a multiple of kLanes). Updates the running row maximum and
 // sum, overwrites s with p = exp(s − new max) and rescales the output accumulator o[rows×d_cols]
@@ -38,10 +43,6 @@ void ProbabilitiesFromScores(int64_t rows, int64_t cols, float* s, int64_t lds, 
 // Backward: dp := scale · p ∘ (dp − delta[i]) (dS, with the softmax scale folded in).
 void ScoreGradient(int64_t rows, int64_t cols, const float* p, int64_t ldp, float* dp,
                    int64_t lddp, const float* delta, float scale);
-
-// out[cols×rows] := in[rows×cols]ᵀ.
-void Transpose(int64_t rows, int64_t cols, const float* in, int64_t ldin, float* out,
-               int64_t ldout);
 
 // Vectorised exp over n floats (n a multiple of kLanes), for tests: x ≤ −88 gives 0.
 void ExpInPlace(float* x, int64_t n);

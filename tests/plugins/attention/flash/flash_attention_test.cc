@@ -98,14 +98,18 @@ TEST(FlashTileOpsTest, VectorisedExpMatchesStdExp) {
   }
 }
 
-TEST(FlashTileOpsTest, GemmMatchesAtMm) {
+TEST(FlashTileOpsTest, GemmsMatchAtMm) {
   for (int64_t m : {1, 3, 4, 9}) {
     for (int64_t n : {16, 48, 64, 80}) {
       const at::Tensor a = at::randn({m, 7}), b = at::randn({7, n}), c0 = at::randn({m, n});
       at::Tensor c = c0.clone();
       GemmNN(m, n, 7, a.data_ptr<float>(), 7, b.data_ptr<float>(), n, c.data_ptr<float>(), n,
              /*accumulate=*/true);
-      EXPECT_TRUE(at::allclose(c, c0 + at::mm(a, b), 1e-5, 1e-5)) << m << "x" << n;
+      EXPECT_TRUE(at::allclose(c, c0 + at::mm(a, b), 1e-5, 1e-5)) << "NN " << m << "x" << n;
+      const at::Tensor at_ = a.t().contiguous();  // [7, m]
+      GemmTN(m, n, 7, at_.data_ptr<float>(), m, b.data_ptr<float>(), n, c.data_ptr<float>(), n,
+             /*accumulate=*/false);
+      EXPECT_TRUE(at::allclose(c, at::mm(a, b), 1e-5, 1e-5)) << "TN " << m << "x" << n;
     }
   }
 }
