@@ -22,6 +22,7 @@
 #include "attention/chunked/chunked_attention.h"
 #include "attention/eager/eager_attention.h"
 #include "attention/flash/flash_attention.h"
+#include "core/env/gemm_backend.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
@@ -112,6 +113,9 @@ int main(int argc, char** argv) {
   std::printf("flash tiles: q_tile=%lld k_tile=%lld (L2 %lld KiB)  chunked block: %d\n",
               static_cast<long long>(resolved.q_tile), static_cast<long long>(resolved.k_tile),
               static_cast<long long>(plugins::flash::L2CacheBytes() / 1024), chunk_block);
+  std::printf("fp32 GEMM path: %s (memsweep's sgemm_ shim %s)\n",
+              env::GemmBackendName(env::ActiveGemmBackend()).c_str(),
+              env::GemmShimActive() ? "active" : "NOT active: fp32 matmuls use the system BLAS");
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   const double peak_fp32 = env::CachedGemmPeakFlops(at::kFloat);
   const double peak_bf16 = env::CachedGemmPeakFlops(at::kBFloat16);
