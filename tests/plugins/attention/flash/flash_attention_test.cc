@@ -198,3 +198,20 @@ TEST(FlashAttentionTest, TinyTrainingLossesMatchEager) {
 
 }  // namespace
 }  // namespace memsweep::plugins::flash
+
+namespace memsweep::plugins::flash {
+namespace {
+
+TEST(FlashAttentionTest, RejectsATileSizeOutOfRange) {
+  try {
+    testing_support::Train(testing_support::TinyRun(
+        1, {"strategies.attention.plugin=\"flash\"", "strategies.attention.q_tile=-4"}));
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("q_tile = -4 is out of range"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::plugins::flash
