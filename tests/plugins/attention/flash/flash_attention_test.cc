@@ -1,0 +1,217 @@
+#include "attention/flash/flash_attention.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attention/eager/eager_attention.h"
+#include "attention/flash/flash_tile_ops.h"
+#include "attention/flash/flash_varlen.h"
+#include "core/memory/tracking_allocator.h"
+#include "core/model/llama.h"
+#include "plugins/attention/attention_test_support.h"
+#include "support/run_configs.h"
+
+namespace memsweep::plugins::flash {
+namespace {
+
+using testing_support::AttentionCase;
+
+// Tile sizes that put several tiles (and partial ones) into the sweep's short sequences, and
+// the automatic L2-sized default.
+const std::vector<TileSizes> kTileChoices = {{16, 16}, {16, 32}, {32, 16}, {0, 0}};
+
+class FlashSweepTest : public ::testing::TestWithParam<c10::ScalarType> {};
+
+TEST_P(FlashSweepTest, OutputAndGradientsMatchAFloat64Reference) {
+  for (const AttentionCase& c : testing_support::SweepCases()) {
+    for (const TileSizes& tiles : kTileChoices) {
+      SCOPED_TRACE("q_tile=" + std::to_string(tiles.q_tile) +
+                   " k_tile=" + std::to_string(tiles.k_tile));
+      testing_support::ExpectMatchesReference(MakeFlashAttention(tiles), c, GetParam());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, FlashSweepTest, ::testing::Values(at::kFloat, at::kBFloat16),
+                         [](const auto& info) { return std::string(c10::toString(info.param)); });
+
+TEST(FlashAttentionTest, TwoThreadsGiveTheSameResultAsOne) {
+  const AttentionCase c{2, 4, 2, 40, 16, true, 11};
+  const auto p = testing_support::MakeProblem(c, at::kFloat);
+  const int before = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = testing_support::RunAttention(MakeFlashAttention({16, 16}), p, at::kFloat);
+  at::set_num_threads(2);
+  const auto two = testing_support::RunAttention(MakeFlashAttention({16, 16}), p, at::kFloat);
+  at::set_num_threads(before);
+  EXPECT_TRUE(at::equal(one.out, two.out));
+  EXPECT_TRUE(at::equal(one.dk, two.dk));
+  EXPECT_TRUE(at::equal(one.dv, two.dv));
+  EXPECT_TRUE(at::allclose(one.dq, two.dq, 1e-6, 1e-6));  // summed in another order
+}
+
+TEST(FlashAttentionTest, MixedDtypesArePromotedLikeEager) {
+  const at::Tensor q = at::randn({1, 2, 9, 16}), k = at::randn({1, 2, 9, 16});
+  const at::Tensor v = at::randn({1, 2, 9, 16}).to(at::kBFloat16);
+  const at::Tensor out = MakeFlashAttention({})(q, k, v, {});
+  EXPECT_EQ(out.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::allclose(out, EagerCausalAttention(q, k, v.to(at::kFloat), {}), 1e-5, 1e-5));
+}
+
+TEST(FlashAttentionTest, KeepsOnlyOutputAndLogSumExpBeyondItsInputs) {
+  // Eager would keep T² scores per head (1 MiB here); flash keeps O(T·D) per head.
+  const int64_t t = 512, d = 16;
+  auto& tracker = memory::TrackingAllocator::Instance();
+  const at::Tensor q = at::randn({1, 1, t, d}).requires_grad_(true);
+  const at::Tensor k = at::randn({1, 1, t, d}).requires_grad_(true);
+  const at::Tensor v = at::randn({1, 1, t, d}).requires_grad_(true);
+  const int64_t before = tracker.AllocatedBytes();
+  tracker.ResetWindowPeak();
+  at::Tensor out = FlashAttentionVarlen(q, k, v, {}, {});
+  const int64_t kept = tracker.AllocatedBytes() - before;
+  const int64_t out_bytes = t * d * 4, lse_bytes = t * 4, offsets_bytes = 2 * 8;
+  EXPECT_LE(kept, out_bytes + lse_bytes + offsets_bytes + 512) << "kept " << kept << " bytes";
+  // Transient: the threads' tile buffers.
+  const int64_t scratch = at::get_num_threads() *
+                          BackwardScratchBytes(ResolveTileSizes({}, d), d);
+  EXPECT_LE(tracker.WindowPeakBytes() - before, kept + scratch);
+  out.sum().backward();
+  EXPECT_TRUE(q.grad().defined() && k.grad().defined() && v.grad().defined());
+}
+
+TEST(FlashTileOpsTest, VectorisedExpMatchesStdExp) {
+  std::vector<float> x;
+  for (float v = -90.0f; v <= 80.0f; v += 0.37f) x.push_back(v);
+  x.push_back(-std::numeric_limits<float>::infinity());
+  while (x.size() % kLanes != 0) x.push_back(0.0f);
+  std::vector<float> y = x;
+  ExpInPlace(y.data(), static_cast<int64_t>(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double expected = x[i] < -87.3 ? 0.0 : std::exp(static_cast<double>(x[i]));
+    EXPECT_LE(std::abs(y[i] - expected), 4e-7 * expected) << "x = " << x[i];
+  }
+}
+
+TEST(FlashTileOpsTest, GemmsMatchAtMm) {
+  for (int64_t m : {1, 3, 4, 9}) {
+    for (int64_t n : {16, 48, 64, 80}) {
+      const at::Tensor a = at::randn({m, 7}), b = at::randn({7, n}), c0 = at::randn({m, n});
+      at::Tensor c = c0.clone();
+      GemmNN(m, n, 7, a.data_ptr<float>(), 7, b.data_ptr<float>(), n, c.data_ptr<float>(), n,
+             /*accumulate=*/true);
+      EXPECT_TRUE(at::allclose(c, c0 + at::mm(a, b), 1e-5, 1e-5)) << "NN " << m << "x" << n;
+      const at::Tensor at_ = a.t().contiguous();  // [7, m]
+      GemmTN(m, n, 7, at_.data_ptr<float>(), m, b.data_ptr<float>(), n, c.data_ptr<float>(), n,
+             /*accumulate=*/false);
+      EXPECT_TRUE(at::allclose(c, at::mm(a, b), 1e-5, 1e-5)) << "TN " << m << "x" << n;
+    }
+  }
+}
+
+TEST(FlashVarlenTest, SegmentIdsBecomeCumulativeOffsets) {
+  const at::Tensor ids = at::tensor(std::vector<int64_t>{0, 0, 0, 1, 2, 2, 7, 7, 7, 7}).view({2, 5});
+  const at::Tensor cu = CuSeqlensFromSegmentIds(ids);
+  EXPECT_TRUE(at::equal(cu, at::tensor(std::vector<int64_t>{0, 3, 4, 5, 6, 10})));
+  const auto seqs = SequencesFromCuSeqlens(cu, 2, 5);
+  ASSERT_EQ(seqs.size(), 5u);
+  EXPECT_EQ(seqs[3].batch, 1);
+  EXPECT_EQ(seqs[3].start, 0);
+  EXPECT_EQ(seqs[3].length, 1);
+  EXPECT_EQ(seqs[4].length, 4);
+}
+
+TEST(FlashVarlenTest, RejectsADocumentSplitInTwoRuns) {
+  const at::Tensor ids = at::tensor(std::vector<int64_t>{0, 0, 1, 0}).view({1, 4});
+  try {
+    CuSeqlensFromSegmentIds(ids);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("segment id 0 occurs in two separate runs"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(FlashVarlenTest, RejectsOffsetsCrossingARow) {
+  EXPECT_THROW(SequencesFromCuSeqlens(at::tensor(std::vector<int64_t>{0, 3, 8}), 2, 4),
+               std::invalid_argument);
+  EXPECT_THROW(SequencesFromCuSeqlens(at::tensor(std::vector<int64_t>{0, 4, 7}), 2, 4),
+               std::invalid_argument);
+}
+
+TEST(FlashTileSizesTest, AutomaticTilesFitHalfTheL2) {
+  for (int64_t d : {16, 64, 128}) {
+    const TileSizes tiles = ResolveTileSizes({}, d);
+    EXPECT_GE(tiles.q_tile, 16);
+    EXPECT_GE(tiles.k_tile, 16);
+    if (tiles.q_tile > 16 || tiles.k_tile > 16) {
+      EXPECT_LE(BackwardScratchBytes(tiles, d), L2CacheBytes() / 2) << "d = " << d;
+    }
+  }
+  const TileSizes fixed = ResolveTileSizes({48, 24}, 64);
+  EXPECT_EQ(fixed.q_tile, 48);
+  EXPECT_EQ(fixed.k_tile, 24);
+}
+
+// The model on packed rows: flash (varlen from segment ids) against eager's per-document mask.
+TEST(FlashAttentionTest, PackedModelForwardAndBackwardMatchEager) {
+  const at::Tensor segments = testing_support::RandomSegmentIds(2, 40, 3);
+  const at::Tensor positions =
+      at::arange(40, at::kLong).unsqueeze(0).expand({2, 40}).contiguous();
+  const at::Tensor ids = at::randint(0, 259, {2, 40}, at::kLong);
+  auto run = [&](model::AttentionFn attention) {
+    torch::manual_seed(5);
+    model::LlamaModel m(*model::LlamaPreset("tiny"));
+    m->SetAttention(std::move(attention));
+    const at::Tensor logits = m->forward(ids, positions, segments);
+    logits.square().mean().backward();
+    std::vector<at::Tensor> out = {logits.detach()};
+    for (const auto& p : m->parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const auto eager = run(EagerCausalAttention);
+  const auto flash = run(MakeFlashAttention({16, 16}));
+  ASSERT_EQ(eager.size(), flash.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    EXPECT_TRUE(at::allclose(flash[i], eager[i], 1e-4, 1e-6)) << "tensor " << i;
+  }
+}
+
+// A tiny training run through the Trainer: flash's loss trajectory matches eager's
+// (fp32; relative tolerance documented in plugins/attention/flash/README.md).
+TEST(FlashAttentionTest, TinyTrainingLossesMatchEager) {
+  using testing_support::Losses;
+  using testing_support::Train;
+  using testing_support::TinyRun;
+  const auto eager = Losses(Train(TinyRun(4, {"strategies.attention.plugin=\"eager\""})));
+  const auto flash = Losses(Train(TinyRun(4, {"strategies.attention.plugin=\"flash\""})));
+  ASSERT_EQ(eager.size(), flash.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    EXPECT_NEAR(flash[i], eager[i], 1e-4 * std::abs(eager[i])) << "step " << i;
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::plugins::flash
+
+namespace memsweep::plugins::flash {
+namespace {
+
+TEST(FlashAttentionTest, RejectsATileSizeOutOfRange) {
+  try {
+    testing_support::Train(testing_support::TinyRun(
+        1, {"strategies.attention.plugin=\"flash\"", "strategies.attention.q_tile=-4"}));
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("q_tile = -4 is out of range"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::plugins::flash
