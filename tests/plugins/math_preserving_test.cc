@@ -25,14 +25,17 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"batching/default", true},        {"attention/eager", true},
       {"checkpointing/none", true},      {"checkpointing/full", true},
       {"checkpointing/every_k", true},   {"checkpointing/selective", true},
-      {"callbacks/empty_cache", true}};
+      {"callbacks/empty_cache", true},   {"precision/bf16", false},
+      {"attention/chunked", true},       {"attention/flash", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
       {"strategies.allocator.plugin=caching", "strategies.checkpointing.plugin=full",
        "strategies.precision.plugin=bf16-autocast",
        "strategies.callbacks=[{plugin = \"empty_cache\"}]"},
       {"strategies.checkpointing.plugin=every_k"},
-      {"strategies.checkpointing.plugin=selective"}};
+      {"strategies.checkpointing.plugin=selective", "strategies.precision.plugin=bf16",
+       "strategies.attention.plugin=chunked"},
+      {"strategies.attention.plugin=flash"}};
   std::map<std::string, bool> seen;
   for (const auto& overrides : configurations) {
     const config::RunConfig cfg = TinyRun(1, overrides);

@@ -20,6 +20,8 @@ class ChunkedAttention final : public memsweep::AttentionStrategy {
                                   " query rows per block");
     }
   }
+  // The same attention as eager; only the summation order of the softmax differs.
+  bool MathPreserving() const override { return true; }
   memsweep::model::AttentionFn MakeAttention() override {
     return memsweep::plugins::MakeChunkedAttention(block_);
   }

@@ -27,6 +27,8 @@ class FlashAttention final : public memsweep::AttentionStrategy {
  public:
   explicit FlashAttention(const memsweep::PluginParams& params)
       : tiles_{CheckedTile(params, "q_tile"), CheckedTile(params, "k_tile")} {}
+  // The same attention as eager; only the summation order of the softmax differs.
+  bool MathPreserving() const override { return true; }
   memsweep::model::AttentionFn MakeAttention() override { return flash::MakeFlashAttention(tiles_); }
 
  private:

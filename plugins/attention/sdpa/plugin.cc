@@ -34,6 +34,8 @@ at::Tensor SdpaAttention(const at::Tensor& q, const at::Tensor& k, const at::Ten
 class Sdpa final : public memsweep::AttentionStrategy {
  public:
   explicit Sdpa(const memsweep::PluginParams&) {}
+  // The same attention as eager; only the summation order of the softmax differs.
+  bool MathPreserving() const override { return true; }
   memsweep::model::AttentionFn MakeAttention() override { return SdpaAttention; }
 };
 
