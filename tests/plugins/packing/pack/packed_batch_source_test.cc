@@ -34,7 +34,8 @@ TEST(PackedBatchSourceTest, EveryTokenOfEveryDocumentAppearsExactlyOnce) {
   for (auto long_documents : {data::LongDocuments::kTruncate, data::LongDocuments::kSplit}) {
     for (auto algorithm :
          {PackingAlgorithm::kFirstFitDecreasing, PackingAlgorithm::kBestFitDecreasing}) {
-      const data::DataConfig config = DevilsDictionary(/*seq_len=*/256, /*micro_batch_size=*/4);
+      // One row per micro-batch: the first window's rows are then served without any of the next.
+      const data::DataConfig config = DevilsDictionary(/*seq_len=*/256, /*micro_batch_size=*/1);
       const int64_t documents =
           data::LoadTokenSequences(config, long_documents).Count();  // pieces, when split
       PackedBatchSource one_epoch(config, /*seed=*/3,
