@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
       for (const auto& s : r.steps) tokens += static_cast<double>(s.tokens);
       v.tokens_per_step = tokens / static_cast<double>(r.steps.size());
       std::printf("  %s %.0f tok/s", v.name.c_str(), r.summary.tokens_per_s);
+      std::fflush(stdout);  // progress within a round (stdout is line-buffered)
     }
     std::printf("  (load %s)\n", LoadAverage().c_str());
   }
