@@ -1,8 +1,10 @@
 // Batch: one micro-batch as the training loop consumes it.
 //
 // Rows are right-padded. `targets` holds the next token for each input position, or
-// kIgnoreIndex where there is none (padding, the last position of a document); the loss counts
-// only targets != kIgnoreIndex, which is also what `real_tokens` counts.
+// kIgnoreIndex where there is none (padding); the loss counts only targets != kIgnoreIndex, which
+// is also what `real_tokens` counts. The number of rows may change from one micro-batch to the
+// next (length-bucketed sources); the trainer normalises the loss over the real tokens of the
+// whole optimizer step.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -16,9 +18,12 @@ constexpr int64_t kIgnoreIndex = -100;
 struct Batch {
   at::Tensor input_ids;     // [B, T] int64
   at::Tensor targets;       // [B, T] int64, kIgnoreIndex where no loss is taken
-  at::Tensor position_ids;  // [B, T] int64, 0..len-1 per row (padding positions continue)
-  // [B, T] int64 document index per position when a row holds several documents (packing);
-  // undefined when every row is one document.
+  // [B, T] int64 position of each token within its document: 0..len-1 along a row, restarting
+  // at each document of a packed row; padding positions continue the last document's numbering.
+  at::Tensor position_ids;
+  // [B, T] int64 document index per position when a row holds several documents (packing):
+  // 0, 1, 2 ... along each row, never decreasing, trailing padding one more segment of its own
+  // (batch_assembly.h). Undefined when every row is one document.
   at::Tensor segment_ids;
   int64_t real_tokens = 0;  // number of targets != kIgnoreIndex
   int64_t positions = 0;    // B * T: every position the model computes, padding included

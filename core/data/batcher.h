@@ -22,6 +22,8 @@
 #include "core/data/batch.h"
 #include "core/data/batch_source.h"
 #include "core/data/data_config.h"
+#include "core/data/epoch_order.h"
+#include "core/data/token_sequences.h"
 
 namespace memsweep::data {
 
@@ -47,18 +49,10 @@ class Batcher final : public BatchSource {
   int64_t Epoch() const;
 
  private:
-  int64_t SequenceLength(int64_t sequence) const;
-  void ShuffleForCurrentEpoch();
-
   DataConfig config_;
-  uint64_t seed_;
-  std::vector<int32_t> tokens_;           // all sequences back to back
-  std::vector<int64_t> sequence_starts_;  // NumSequences() + 1 offsets into tokens_
+  TokenSequences sequences_;  // truncated to seq_len + 1 tokens
   int64_t max_token_id_ = 0;
-  std::vector<int64_t> order_;  // this epoch's permutation of sequence indices
-  int64_t cursor_ = 0;          // next position in order_
-  int64_t epoch_ = 0;
-  std::vector<int64_t> batch_sequences_;  // scratch for Next(): the sequences of one batch
+  EpochOrder order_;
 };
 
 }  // namespace memsweep::data

@@ -197,6 +197,7 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
   for (const auto& st : r.steps) {
     j["steps"].push_back({{"step", st.step},       {"loss", st.loss},
                           {"tokens", st.tokens},   {"positions", st.positions},
+                          {"rows", st.rows},
                           {"seconds", st.seconds}, {"lr", st.lr},
                           {"grad_norm", st.grad_norm},
                           {"peak_allocated_bytes", st.peak_allocated_bytes}});

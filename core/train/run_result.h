@@ -23,6 +23,7 @@ struct StepRecord {
   double loss = 0.0;            // mean next-token loss over the step's real tokens
   int64_t tokens = 0;           // real (non-padding) target tokens in the step
   int64_t positions = 0;        // positions computed, padding included
+  int64_t rows = 0;             // rows (sequences of the model's input) over all micro-batches
   double seconds = 0.0;         // wall time of the whole step
   double lr = 0.0;
   double grad_norm = 0.0;       // global L2 norm before clipping

@@ -15,8 +15,7 @@ double Percentile(std::vector<double> values, double q) {
 }
 
 void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
-                    int64_t rows_per_step, const model::LlamaConfig& model, double peak_flops,
-                    RunSummary& summary) {
+                    const model::LlamaConfig& model, double peak_flops, RunSummary& summary) {
   summary.steps_completed = static_cast<int64_t>(steps.size());
   if (steps.empty()) return;
   const size_t first = static_cast<int64_t>(steps.size()) > warmup_steps
@@ -24,7 +23,7 @@ void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
                            : 0;
   std::vector<double> times;
   double seconds = 0.0;
-  int64_t tokens = 0, positions = 0, all_tokens = 0, all_positions = 0;
+  int64_t tokens = 0, positions = 0, rows = 0, all_tokens = 0, all_positions = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     all_tokens += steps[i].tokens;
     all_positions += steps[i].positions;
@@ -33,14 +32,15 @@ void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
     seconds += steps[i].seconds;
     tokens += steps[i].tokens;
     positions += steps[i].positions;
+    rows += steps[i].rows;
   }
   summary.measured_steps = static_cast<int64_t>(times.size());
   summary.tokens_per_s = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
   summary.step_time_median_s = Percentile(times, 0.5);
   summary.step_time_p90_s = Percentile(times, 0.9);
   // T in the attention term: the mean length of the rows the model actually ran on.
-  const double rows = static_cast<double>(rows_per_step) * static_cast<double>(times.size());
-  const int64_t mean_row = rows > 0 ? std::llround(static_cast<double>(positions) / rows) : 0;
+  const int64_t mean_row =
+      rows > 0 ? std::llround(static_cast<double>(positions) / static_cast<double>(rows)) : 0;
   summary.flops_per_token = model.TrainingFlopsPerToken(mean_row);
   summary.peak_flops = peak_flops;
   summary.mfu = peak_flops > 0 ? summary.tokens_per_s * summary.flops_per_token / peak_flops : 0.0;

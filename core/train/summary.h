@@ -15,7 +15,9 @@ double Percentile(std::vector<double> values, double q);
 
 // Fills tokens_per_s, step times, flops_per_token, mfu, final_loss and padding_fraction from
 // the steps after `warmup_steps` (all steps when there are no others).
-void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps, int64_t rows_per_step,
+// The attention term of flops_per_token uses the mean row length of the measured steps
+// (positions / rows), so sources whose row count changes from step to step are counted right.
+void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
                     const model::LlamaConfig& model, double peak_flops, RunSummary& summary);
 
 }  // namespace memsweep::train

@@ -204,6 +204,7 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
       micro_batches.push_back(state.batches->Next());
       record.tokens += micro_batches.back().real_tokens;
       record.positions += micro_batches.back().positions;
+      record.rows += micro_batches.back().Rows();
     }
     stages.End();
 
@@ -318,9 +319,8 @@ RunResult Trainer::Run() {
   // Cached blocks go back to the device, and the next run starts on the previous backend.
   tracker.EmptyCache();
   tracker.SetBackend(previous_backend);
-  FillThroughput(result.steps, config_.experiment.warmup_steps,
-                 result.data.micro_batch_size * result.data.accumulation_steps,
-                 config_.model.llama, result.summary.peak_flops, result.summary);
+  FillThroughput(result.steps, config_.experiment.warmup_steps, config_.model.llama,
+                 result.summary.peak_flops, result.summary);
   result.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
