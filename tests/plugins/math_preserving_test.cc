@@ -26,7 +26,9 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"checkpointing/none", true},      {"checkpointing/full", true},
       {"checkpointing/every_k", true},   {"checkpointing/selective", true},
       {"callbacks/empty_cache", true},   {"precision/bf16", false},
-      {"attention/chunked", true},       {"attention/flash", true}};
+      {"attention/chunked", true},       {"attention/flash", true},
+      {"packing/pack", true},            {"packing/concat", false},
+      {"packing/bucketed", false}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
       {"strategies.allocator.plugin=caching", "strategies.checkpointing.plugin=full",
@@ -35,7 +37,9 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"strategies.checkpointing.plugin=every_k"},
       {"strategies.checkpointing.plugin=selective", "strategies.precision.plugin=bf16",
        "strategies.attention.plugin=chunked"},
-      {"strategies.attention.plugin=flash"}};
+      {"strategies.attention.plugin=flash", "strategies.packing.plugin=pack"},
+      {"strategies.packing.plugin=concat"},
+      {"strategies.packing.plugin=bucketed"}};
   std::map<std::string, bool> seen;
   for (const auto& overrides : configurations) {
     const config::RunConfig cfg = TinyRun(1, overrides);

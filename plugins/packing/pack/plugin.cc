@@ -60,6 +60,9 @@ PackOptions ParseOptions(const memsweep::PluginParams& p) {
 class Pack final : public memsweep::PackingStrategy {
  public:
   explicit Pack(const memsweep::PluginParams& params) : options_(ParseOptions(params)) {}
+  // Each document trains as if alone in its row: against layout = "padded" (the same documents
+  // per step, one per row) the losses agree to fp32 rounding (README).
+  bool MathPreserving() const override { return true; }
 
   std::unique_ptr<memsweep::data::BatchSource> MakeBatchSource(
       const memsweep::data::DataConfig& config, uint64_t seed) override {
