@@ -13,6 +13,14 @@ Strategy::~Strategy() = default;
 void Strategy::OnStageBegin(Stage, RunContext&) {}
 void Strategy::OnStageEnd(Stage, RunContext&) {}
 bool Strategy::MathPreserving() const { return true; }
+bool ShardingStrategy::OwnsOptimizerStep() const { return false; }
+double ShardingStrategy::OptimizerStep(RunContext&, const OptimizerStepSpec&) {
+  throw std::logic_error("this sharding strategy does not own the optimizer step");
+}
+void ShardingStrategy::AddModelState(ModelStateTensors&) const {}
+model::BlockRunner ShardingStrategy::WrapBlockRunner(model::BlockRunner inner) { return inner; }
+Communicator::~Communicator() = default;
+HostPool::~HostPool() = default;
 PluginRegistrar::~PluginRegistrar() = default;
 
 const std::vector<std::string>& SlotNames() {
