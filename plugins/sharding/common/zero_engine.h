@@ -84,7 +84,8 @@ class ZeroEngine {
       FlatAdamWStep(owned_params, grad, exp_avg_, exp_avg_sq_, spec);
     }
     GatherPartitions(Comm(), flat_params_, layout_);
-    grad.zero_();
+    // Stage 1 zeroes the whole buffer: the other ranks' slices were summed into it too.
+    (options_.stage == 1 ? flat_grad_ : grad).zero_();
     return norm;
   }
 
