@@ -3,51 +3,148 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "core/config/run_config_loader.h"
 #include "core/config/strategy_resolver.h"
+#include "core/dist/process_group.h"
+#include "core/dist/rank_env.h"
+#include "core/dist/rank_launcher.h"
+#include "core/dist/rank_results.h"
 #include "core/experiment/cell.h"
 #include "core/report/run_report.h"
+#include "core/sweep/cell_process.h"
 #include "core/train/trainer.h"
 
 namespace memsweep::cli {
 namespace {
 
-int RunCell(const WorkerOptions& options) {
-  config::RunConfig cfg;
+// How long the other ranks may go on after one failed before the launcher kills them.
+constexpr double kRankGraceSeconds = 10.0;
+
+config::RunConfig LoadCell(const WorkerOptions& options) {
+  std::ifstream in(options.cell_path);
+  if (!in) throw config::ConfigError(options.cell_path + ": cannot read the cell file");
+  std::stringstream text;
+  text << in.rdbuf();
+  const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell_path);
+  return config::RunConfigFromTable(cell.document, options.source);
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
   try {
-    std::ifstream in(options.cell_path);
-    if (!in) throw config::ConfigError(options.cell_path + ": cannot read the cell file");
-    std::stringstream text;
-    text << in.rdbuf();
-    const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell_path);
-    cfg = config::RunConfigFromTable(cell.document, options.source);
-  } catch (const config::ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
   }
+}
+
+// Trains the cell in this process: the whole run, or one rank of it when `rank_env` is set.
+int RunCell(const WorkerOptions& options, const config::RunConfig& cfg,
+            const std::optional<dist::RankEnv>& rank_env) {
   train::RunResult result;
+  std::unique_ptr<dist::ProcessGroup> group;
+  const int rank = rank_env ? rank_env->rank : 0;
   try {
     train::Trainer trainer(cfg, config::InstantiateStrategies(cfg));
-    trainer.OnStep([&cfg](const train::StepRecord& s) {
-      const double tokens_per_s = s.seconds > 0 ? s.tokens / s.seconds : 0.0;
-      std::printf("progress %lld %lld %.1f %lld\n", static_cast<long long>(s.step + 1),
-                  static_cast<long long>(cfg.experiment.steps), tokens_per_s,
-                  static_cast<long long>(s.peak_allocated_bytes));
-      std::fflush(stdout);
-    });
+    if (rank_env) {
+      group = std::make_unique<dist::ProcessGroup>(*rank_env, cfg.device.collective_timeout_seconds);
+      trainer.SetCommunicator(&group->Comm());
+    }
+    if (rank == 0) {
+      trainer.OnStep([&cfg](const train::StepRecord& s) {
+        const double tokens_per_s = s.seconds > 0 ? s.tokens / s.seconds : 0.0;
+        std::printf("progress %lld %lld %.1f %lld\n", static_cast<long long>(s.step + 1),
+                    static_cast<long long>(cfg.experiment.steps), tokens_per_s,
+                    static_cast<long long>(s.peak_allocated_bytes));
+        std::fflush(stdout);
+      });
+    }
     result = trainer.Run();
   } catch (const std::exception& e) {
     result.status = train::RunStatus::kFailed;
     result.error = e.what();
   }
-  if (!options.summary_path.empty()) {
+  if (rank_env && rank != 0) result.dist.rank = rank;
+  nlohmann::json json = report::RunResultToJson(cfg, result);
+  json["dist"] = dist::RankRow(result);
+  // Ranks that finished well share their figures; a rank that did not exits at once, so that
+  // the others' collectives fail fast instead of waiting for it.
+  if (group && result.status == train::RunStatus::kOk) {
+    try {
+      dist::CollectRankRows(*group, result, json);
+    } catch (const std::exception& e) {
+      result.status = train::RunStatus::kFailed;
+      result.error = std::string("collecting the ranks' figures: ") + e.what();
+      json["status"] = "failed";
+      json["error"] = result.error;
+    }
+  }
+  if (rank == 0 && !options.summary_path.empty()) {
     std::ofstream(options.summary_path) << report::FormatRunSummary(cfg, result);
   }
-  report::WriteJsonFile(options.result_path, report::RunResultToJson(cfg, result));
+  report::WriteJsonFile(rank == 0 ? options.result_path
+                                  : dist::RankResultPath(options.result_path, rank),
+                        json);
   if (!result.error.empty()) std::cerr << result.error << "\n";
+  if (rank_env) return result.status == train::RunStatus::kOk ? 0 : 1;
   return result.status == train::RunStatus::kFailed ? 1 : 0;
+}
+
+// device.world_size > 1 on one machine: the same worker command as N ranks (torchrun's
+// contract), then one result for the cell.
+int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) {
+  std::vector<std::string> argv = {sweep::SelfExecutable(), "worker", "--cell", options.cell_path,
+                                   "--source", options.source, "--result", options.result_path};
+  if (!options.summary_path.empty()) {
+    argv.push_back("--summary");
+    argv.push_back(options.summary_path);
+  }
+  const int world = cfg.device.world_size;
+  for (int r = 0; r < world; ++r) {
+    std::remove((r == 0 ? options.result_path : dist::RankResultPath(options.result_path, r)).c_str());
+  }
+  const std::vector<dist::RankExit> exits =
+      dist::LaunchRanks(argv, world, options.result_path + ".rank", kRankGraceSeconds);
+  std::vector<nlohmann::json> rank_results;
+  for (int r = 0; r < world; ++r) {
+    const std::string path = r == 0 ? options.result_path : dist::RankResultPath(options.result_path, r);
+    rank_results.push_back(ReadJson(path));
+    if (r != 0) std::remove(path.c_str());
+  }
+  bool all_ok = true;
+  for (const auto& exit : exits) all_ok = all_ok && exit.Ok();
+  if (all_ok && !rank_results[0].is_null()) return 0;
+  train::RunResult failed;
+  failed.status = train::RunStatus::kFailed;
+  nlohmann::json merged = dist::MergeFailedGroup(exits, rank_results,
+                                                 report::RunResultToJson(cfg, failed));
+  report::WriteJsonFile(options.result_path, merged);
+  std::cerr << merged.value("error", "") << "\n";
+  return merged.value("status", "failed") == "oom" ? 0 : 1;
+}
+
+int Run(const WorkerOptions& options) {
+  config::RunConfig cfg;
+  std::optional<dist::RankEnv> rank_env;
+  try {
+    cfg = LoadCell(options);
+    rank_env = dist::RankEnvFromEnvironment();
+    if (rank_env && rank_env->world_size != cfg.device.world_size) {
+      throw config::ConfigError(options.cell_path + ": [device] world_size = " +
+                                std::to_string(cfg.device.world_size) + " but WORLD_SIZE=" +
+                                std::to_string(rank_env->world_size) +
+                                " in the environment; make them agree");
+    }
+  } catch (const config::ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+  if (!rank_env && cfg.device.world_size > 1) return LaunchCellRanks(options, cfg);
+  return RunCell(options, cfg, rank_env);
 }
 
 }  // namespace
@@ -59,7 +156,7 @@ void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
   cmd->add_option("--source", options.source, "The experiment file it came from")->required();
   cmd->add_option("--result", options.result_path, "Where to write the result JSON")->required();
   cmd->add_option("--summary", options.summary_path, "Where to write the summary table");
-  cmd->callback([&options, &exit_code] { exit_code = RunCell(options); });
+  cmd->callback([&options, &exit_code] { exit_code = Run(options); });
 }
 
 }  // namespace memsweep::cli

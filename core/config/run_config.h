@@ -47,6 +47,10 @@ struct DeviceSection {
   int threads = 0;  // 0 = every available core
   std::optional<int64_t> memory_budget_bytes;
   env::GemmBackend gemm = env::GemmBackend::kOneDnn;
+  // Ranks of a data-parallel run (docs/distributed.md); each rank reads its share of every
+  // global batch. memory_budget and threads apply to each rank.
+  int world_size = 1;
+  double collective_timeout_seconds = 300.0;  // a collective waiting longer fails the run
 };
 
 // The plugin chosen for a slot, with its validated parameters (defaults filled in).

@@ -112,7 +112,8 @@ void ReadOptimizer(const std::string& source, const toml::table& t, OptimizerSec
 }
 
 void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& d) {
-  TableReader r(source, "[device]", t, {"type", "threads", "memory_budget", "gemm"});
+  TableReader r(source, "[device]", t, {"type", "threads", "memory_budget", "gemm",
+                                                "world_size", "collective_timeout"});
   if (auto i = r.ReadChoice("type", {"cpu", "cuda"})) {
     if (*i == 1) {
       throw ConfigError(r.At("type") + " = \"cuda\": this memsweep was built against a LibTorch "
@@ -121,6 +122,14 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
   }
   r.Read("threads", d.threads);
   if (d.threads < 0) throw ConfigError(r.At("threads") + " must be 0 (all cores) or more");
+  r.Read("world_size", d.world_size);
+  if (d.world_size < 1 || d.world_size > 64) {
+    throw ConfigError(r.At("world_size") + " must be between 1 and 64 (ranks on this machine)");
+  }
+  r.Read("collective_timeout", d.collective_timeout_seconds);
+  if (d.collective_timeout_seconds <= 0) {
+    throw ConfigError(r.At("collective_timeout") + " must be a positive number of seconds");
+  }
   if (r.Has("memory_budget")) {
     const toml::node& node = *t.get("memory_budget");
     std::optional<int64_t> bytes;

@@ -17,6 +17,14 @@ std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(
     const std::vector<at::Tensor>& model_parameters) {
   return model_parameters;
 }
+bool ShardingStrategy::OwnsOptimizerStep() const { return false; }
+double ShardingStrategy::OptimizerStep(RunContext&, const OptimizerStepSpec&) {
+  throw std::logic_error("this sharding strategy does not own the optimizer step");
+}
+void ShardingStrategy::AddModelState(ModelStateTensors&) const {}
+model::BlockRunner ShardingStrategy::WrapBlockRunner(model::BlockRunner inner) { return inner; }
+Communicator::~Communicator() = default;
+HostPool::~HostPool() = default;
 PluginRegistrar::~PluginRegistrar() = default;
 
 const std::vector<std::string>& SlotNames() {

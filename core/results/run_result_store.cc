@@ -61,6 +61,26 @@ const std::vector<Field>& EnvironmentFields() {
   return kFields;
 }
 
+const std::vector<Field>& RankFields() {
+  static const std::vector<Field> kFields = {
+      {"rank", "", "rank"},
+      {"status", "", "status"},
+      {"error", "", "error"},
+      {"steps_completed", "", "steps_completed"},
+      {"peak_allocated_bytes", "", "peak_allocated_bytes"},
+      {"peak_reserved_bytes", "", "peak_reserved_bytes"},
+      {"peak_rss_bytes", "", "peak_rss_bytes"},
+      {"params_bytes", "", "params_bytes"},
+      {"grads_bytes", "", "grads_bytes"},
+      {"optimizer_bytes", "", "optimizer_bytes"},
+      {"activations_bytes", "", "activations_bytes"},
+      {"host_pool_peak_bytes", "", "host_pool_peak_bytes"},
+      {"comm_seconds", "", "comm_seconds"},
+      {"comm_bytes", "", "comm_bytes"},
+      {"comm_calls", "", "comm_calls"}};
+  return kFields;
+}
+
 const std::vector<Field>& StepFields() {
   static const std::vector<Field> kFields = {
       {"step", "", "step"},           {"loss", "", "loss"},
@@ -164,7 +184,7 @@ void InsertEach(SqliteConnection& db, const char* table, const std::vector<Field
 void DeleteRunDetails(SqliteConnection& db, int64_t run_id) {
   static const char* kTables[] = {"run_plugins",     "environments", "step_metrics",
                                   "memory_timeline", "phase_memory", "run_metrics",
-                                  "plugin_metrics"};
+                                  "plugin_metrics", "run_ranks"};
   for (const char* table : kTables) {
     SqliteStatement remove = db.Prepare(std::string("DELETE FROM ") + table + " WHERE run_id = ?1");
     remove.BindInt64(1, run_id);
@@ -184,6 +204,7 @@ void StoreRunDetails(SqliteConnection& db, int64_t run_id, const json& result) {
              Member(result, "timeline"));
   InsertEach(db, "run_plugins", PluginFields(), /*with_seq=*/true, run_id,
              Member(result, "plugins"));
+  InsertEach(db, "run_ranks", RankFields(), /*with_seq=*/false, run_id, Member(result, "ranks"));
   const json& figures = Member(result, "plugin_metrics");
   if (figures.is_object()) {
     SqliteStatement insert =

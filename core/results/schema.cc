@@ -232,6 +232,30 @@ LEFT JOIN run_metrics AS m ON m.run_id = r.id
 LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
+// Version 3: one row per rank of a multi-process run (device.world_size > 1), written with the
+// run by rank 0's result; run_metrics keeps rank 0's figures and the group's throughput.
+constexpr const char* kVersion3 = R"sql(
+CREATE TABLE run_ranks (
+  run_id               INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank                 INTEGER NOT NULL,
+  status               TEXT,
+  error                TEXT,
+  steps_completed      INTEGER,
+  peak_allocated_bytes INTEGER,
+  peak_reserved_bytes  INTEGER,
+  peak_rss_bytes       INTEGER,
+  params_bytes         INTEGER,
+  grads_bytes          INTEGER,
+  optimizer_bytes      INTEGER,
+  activations_bytes    INTEGER,
+  host_pool_peak_bytes INTEGER,
+  comm_seconds         REAL,
+  comm_bytes           INTEGER,
+  comm_calls           INTEGER,
+  PRIMARY KEY (run_id, rank)
+);
+)sql";
+
 ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t known) {
   return ResultsError(path, "schema version " + std::to_string(version) +
                                 " is newer than this memsweep knows (" + std::to_string(known) +
@@ -241,7 +265,7 @@ ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t kn
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
-  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}};
+  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
   return kMigrations;
 }
 

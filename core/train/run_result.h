@@ -76,6 +76,17 @@ struct RunSummary {
   double wall_seconds = 0.0;
 };
 
+// This rank's place in the group and what it spent communicating (zeros on one process).
+// Byte figures of the memory breakdown are always this rank's own.
+struct RankFigures {
+  int rank = 0;
+  int world_size = 1;
+  double comm_seconds = 0.0;  // wall time inside collectives, whole run
+  int64_t comm_bytes = 0;     // payload bytes this rank sent, whole run
+  int64_t comm_calls = 0;
+  int64_t host_pool_peak_bytes = 0;  // offloaded state, outside the device budget
+};
+
 // A plugin the run used.
 struct PluginUse {
   std::string slot;
@@ -97,6 +108,7 @@ struct RunResult {
   std::vector<PluginUse> plugins;
   std::string compute_dtype;  // the precision strategy's ComputeDtype ("float32", "bfloat16", ...)
   std::map<std::string, double> plugin_metrics;  // figures strategies recorded (summed)
+  RankFigures dist;  // this rank in a multi-process run
 };
 
 }  // namespace memsweep::train

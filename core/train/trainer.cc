@@ -9,11 +9,13 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "core/env/environment.h"
 #include "core/env/gemm_backend.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
+#include "core/memory/malloc_host_pool.h"
 #include "core/memory/storage_bytes.h"
 #include "core/model/llama.h"
 #include "core/train/adamw.h"
@@ -51,32 +53,40 @@ struct RunState {
   std::unique_ptr<AdamW> optimizer;
   LrSchedule schedule;
   data::DataConfig data;  // as the batching strategy configured it
+  ShardingStrategy* sharding = nullptr;  // null until the optimizer stage
 };
 
 ModelState MeasureModelState(const RunState& state) {
   ModelState s;
   if (!state.model) return s;
-  const std::vector<at::Tensor> params = state.model->parameters();
+  ModelStateTensors tensors;
+  tensors.params = state.model->parameters();
   // The optimizer may update tensors other than the parameters (a precision strategy's fp32
   // master weights): those count as optimizer state, their gradients as gradients. When it
   // updates the parameters themselves (fp32), every shared storage is counted once.
   const std::vector<at::Tensor> updated =
       state.optimizer ? state.optimizer->Parameters() : std::vector<at::Tensor>();
-  std::vector<at::Tensor> grads;
-  for (const std::vector<at::Tensor>* group : {&params, &updated}) {
+  for (const std::vector<at::Tensor>* group : {&tensors.params, &updated}) {
     for (const at::Tensor& p : *group) {
-      if (p.grad().defined()) grads.push_back(p.grad());
+      if (p.grad().defined()) tensors.grads.push_back(p.grad());
     }
   }
-  s.params_bytes = memory::DistinctStorageBytes(params);
-  s.grads_bytes = memory::DistinctStorageBytes(grads);
   if (state.optimizer) {
-    std::vector<at::Tensor> held = params;
-    held.insert(held.end(), updated.begin(), updated.end());
-    const std::vector<at::Tensor> optimizer_state = state.optimizer->StateTensors();
-    held.insert(held.end(), optimizer_state.begin(), optimizer_state.end());
-    s.optimizer_bytes = memory::DistinctStorageBytes(held) - s.params_bytes;
+    tensors.optimizer = state.optimizer->StateTensors();
+    std::set<const void*> param_storages;
+    for (const at::Tensor& p : tensors.params) {
+      param_storages.insert(p.storage().unsafeGetStorageImpl());
+    }
+    for (const at::Tensor& u : updated) {
+      if (param_storages.count(u.storage().unsafeGetStorageImpl()) == 0) {
+        tensors.optimizer.push_back(u);
+      }
+    }
   }
+  if (state.sharding != nullptr) state.sharding->AddModelState(tensors);
+  s.params_bytes = memory::DistinctStorageBytes(tensors.params);
+  s.grads_bytes = memory::DistinctStorageBytes(tensors.grads);
+  s.optimizer_bytes = memory::DistinctStorageBytes(tensors.optimizer);
   return s;
 }
 
@@ -89,6 +99,14 @@ std::string ComputeDtypeName(c10::ScalarType dtype) {
     case c10::ScalarType::Double: return "float64";
     default: return c10::toString(dtype);
   }
+}
+
+// The sum over ranks of a figure every rank computed for its own share (no-op on one process).
+double SumOverRanks(Communicator* comm, double value) {
+  if (comm == nullptr) return value;
+  at::Tensor t = at::full({1}, value, at::kDouble);
+  comm->AllReduceSum(t);
+  return t.item<double>();
 }
 
 std::string WithoutBacktrace(const c10::Error& error) {
@@ -119,10 +137,15 @@ class StageMarks {
 };
 
 void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunState& state,
-               MemoryProbe& probe, RunResult& result, const StepCallback& on_step) {
+               MemoryProbe& probe, RunResult& result, const StepCallback& on_step,
+               Communicator* comm, HostPool* host_pool) {
   const StrategyHooks hooks(strategies);
   RunContext context;
   context.config = &cfg;
+  context.comm = comm;
+  context.host_pool = host_pool;
+  const int rank = comm != nullptr ? comm->Rank() : 0;
+  const int world = comm != nullptr ? comm->WorldSize() : 1;
   context.tracker = &memory::TrackingAllocator::Instance();
   context.record = [&result](const std::string& name, double value) {
     result.plugin_metrics[name] += value;
@@ -156,9 +179,14 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
                                                       const model::AttentionInputs& inputs) {
     return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
   });
+  // The sharding slot wraps the checkpointing slot's runner (ZeRO-3 gathers around it).
   auto [checkpointing, checkpointing_plugin] = hooks.Get<CheckpointingStrategy>("checkpointing");
-  state.model->SetBlockRunner(CallPlugin(*checkpointing_plugin, "model",
-                                         [&] { return checkpointing->MakeBlockRunner(); }));
+  model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",
+                                         [&] { return checkpointing->MakeBlockRunner(); });
+  auto [sharding, sharding_plugin] = hooks.Get<ShardingStrategy>("sharding");
+  state.model->SetBlockRunner(CallPlugin(*sharding_plugin, "model", [&] {
+    return sharding->WrapBlockRunner(std::move(runner));
+  }));
   stages.End();
 
   // data: the batching slot shapes the micro-batches, the packing slot fills them.
@@ -174,16 +202,21 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   stages.End();
 
   // optimizer: AdamW over the tensors the precision slot names (the parameters, or master
-  // copies of them).
+  // copies of them) — unless the sharding slot keeps (its share of) the state itself.
   stages.Begin(Stage::kOptimizer, -1);
   const config::OptimizerSection& o = cfg.optimizer;
-  auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
-  std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
-    return precision->OptimizerParameters(state.model->parameters());
-  });
-  state.optimizer = std::make_unique<AdamW>(
-      std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
-  context.optimizer = state.optimizer.get();
+  state.sharding = sharding;
+  const bool sharded_step = CallPlugin(*sharding_plugin, "optimizer",
+                                       [&] { return sharding->OwnsOptimizerStep(); });
+  if (!sharded_step) {
+    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
+    std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
+      return precision->OptimizerParameters(state.model->parameters());
+    });
+    state.optimizer = std::make_unique<AdamW>(
+        std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
+    context.optimizer = state.optimizer.get();
+  }
   state.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg.experiment.steps, o.min_lr_ratio};
   probe.SetModelStateFn([&state] { return MeasureModelState(state); });
   stages.End();
@@ -196,15 +229,19 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
 
     // step_begin: learning rate and this step's micro-batches. The loss of every micro-batch is
     // divided by the real tokens of the whole step, so accumulation adds up to the full-batch loss.
+    // With N ranks the global batch is N x accumulation micro-batches, dealt round-robin: every
+    // rank reads them all (same seed, same order) and keeps micro-batches rank, rank + N, ...,
+    // so it knows the global token count without communicating.
     stages.Begin(Stage::kStepBegin, step);
     record.lr = state.schedule.At(step);
-    state.optimizer->SetLearningRate(record.lr);
+    if (state.optimizer) state.optimizer->SetLearningRate(record.lr);
     std::vector<data::Batch> micro_batches;
-    for (int64_t i = 0; i < state.data.accumulation_steps; ++i) {
-      micro_batches.push_back(state.batches->Next());
-      record.tokens += micro_batches.back().real_tokens;
-      record.positions += micro_batches.back().positions;
-      record.rows += micro_batches.back().Rows();
+    for (int64_t i = 0; i < state.data.accumulation_steps * world; ++i) {
+      data::Batch batch = state.batches->Next();
+      record.tokens += batch.real_tokens;
+      record.positions += batch.positions;
+      record.rows += batch.Rows();
+      if (i % world == rank) micro_batches.push_back(std::move(batch));
     }
     stages.End();
 
@@ -235,12 +272,20 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
     context.micro_batch = -1;
 
     stages.Begin(Stage::kOptimizerStep, step);
-    record.grad_norm = ClipGradNorm(state.optimizer->Parameters(), cfg.optimizer.grad_clip);
-    state.optimizer->Step();
+    if (sharded_step) {
+      const OptimizerStepSpec spec{record.lr, o.beta1,     o.beta2, o.eps,
+                                   o.weight_decay, o.grad_clip, step + 1};
+      record.grad_norm = CallPlugin(*sharding_plugin, "optimizer_step",
+                                    [&] { return sharding->OptimizerStep(context, spec); });
+    } else {
+      record.grad_norm = ClipGradNorm(state.optimizer->Parameters(), cfg.optimizer.grad_clip);
+      state.optimizer->Step();
+    }
     stages.End();
 
     stages.Begin(Stage::kStepEnd, step);
-    state.optimizer->ZeroGrad();
+    if (state.optimizer) state.optimizer->ZeroGrad();
+    record.loss = SumOverRanks(comm, record.loss);  // each rank summed its share of the loss
     record.seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
     record.peak_allocated_bytes = probe.StepPeak();
     result.steps.push_back(record);
@@ -294,13 +339,27 @@ RunResult Trainer::Run() {
   }
   result.summary.peak_flops = env::CachedGemmPeakFlops(compute_dtype);
   const std::shared_ptr<memory::MemoryBackend> previous_backend = tracker.BackendPtr();
+  memory::MallocHostPool host_pool;
+  if (comm_ != nullptr) {
+    result.dist.rank = comm_->Rank();
+    result.dist.world_size = comm_->WorldSize();
+  }
+  const int ranks = comm_ != nullptr ? comm_->WorldSize() : 1;
+  if (ranks != config_.device.world_size) {
+    result.status = RunStatus::kFailed;
+    result.error = "device.world_size = " + std::to_string(config_.device.world_size) +
+                   " but this process is one of " + std::to_string(ranks) +
+                   " ranks (run it through `memsweep run`, torchrun or srun with WORLD_SIZE set)";
+    return result;
+  }
+  const dist::CommCounters comm_start = comm_ != nullptr ? comm_->Counters() : dist::CommCounters{};
   {
     BudgetScope budget(tracker, config_.device.memory_budget_bytes);
     MemoryProbe probe(tracker, result);
     {
       RunState state;
       try {
-        RunStages(config_, strategies_, state, probe, result, on_step_);
+        RunStages(config_, strategies_, state, probe, result, on_step_, comm_, &host_pool);
       } catch (const c10::OutOfMemoryError& e) {
         result.status = RunStatus::kOom;
         result.error = WithoutBacktrace(e);
@@ -319,6 +378,14 @@ RunResult Trainer::Run() {
   // Cached blocks go back to the device, and the next run starts on the previous backend.
   tracker.EmptyCache();
   tracker.SetBackend(previous_backend);
+  result.dist.host_pool_peak_bytes = host_pool.PeakBytes();
+  if (comm_ != nullptr) {
+    const dist::CommCounters comm_end = comm_->Counters();
+    result.dist.comm_seconds = comm_end.seconds - comm_start.seconds;
+    result.dist.comm_bytes = comm_end.bytes - comm_start.bytes;
+    result.dist.comm_calls = comm_end.calls - comm_start.calls;
+  }
+  // Tokens and rows of a step are the whole group's (every rank reads the global batch).
   FillThroughput(result.steps, config_.experiment.warmup_steps, config_.model.llama,
                  result.summary.peak_flops, result.summary);
   result.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();

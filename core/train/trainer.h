@@ -22,6 +22,7 @@
 #include <functional>
 
 #include "core/config/run_config.h"
+#include "core/dist/process_group.h"
 #include "core/train/active_strategy.h"
 #include "core/train/run_result.h"
 #include "memsweep/stage.h"
@@ -36,6 +37,8 @@ class Trainer {
   Trainer(config::RunConfig config, StrategySet strategies);
 
   void OnStep(StepCallback callback) { on_step_ = std::move(callback); }
+  // This rank's process group in a run of device.world_size ranks (not owned; may be null).
+  void SetCommunicator(dist::CountingCommunicator* comm) { comm_ = comm; }
   // Runs the whole configuration. Budget OOMs give status kOom, other errors kFailed.
   RunResult Run();
 
@@ -43,6 +46,7 @@ class Trainer {
   config::RunConfig config_;
   StrategySet strategies_;
   StepCallback on_step_;
+  dist::CountingCommunicator* comm_ = nullptr;
 };
 
 }  // namespace memsweep::train

@@ -11,7 +11,10 @@
 //                                         autocast, casts, scaling)
 //   attention      AttentionStrategy      the attention core (AttentionFn)
 //   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
-//   sharding       ShardingStrategy       stage hooks only (gradient and state partitioning)
+//   sharding       ShardingStrategy       partitioning across ranks: may own the optimizer step
+//                                         (OwnsOptimizerStep / OptimizerStep) and report the
+//                                         model state it holds (AddModelState), wrap the
+//                                         checkpointing slot's BlockRunner (WrapBlockRunner)
 //   callbacks      CallbackStrategy       stage hooks only; zero or more per run
 //
 // Hooks run in slot order (as listed) at a stage's beginning and in reverse order at its end.
@@ -33,6 +36,8 @@
 #include "core/memory/memory_backend.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/model/llama.h"
+#include "memsweep/collectives.h"
+#include "memsweep/host_pool.h"
 #include "memsweep/stage.h"
 
 namespace memsweep {
@@ -73,6 +78,10 @@ struct RunContext {
   // Records a figure of the strategy's own (seconds spent, bytes released ...). Figures with the
   // same name add up over the run; they are stored with the run's results.
   std::function<void(const std::string& name, double value)> record;
+  // The run's process group when device.world_size > 1 (null in a single-process run).
+  Communicator* comm = nullptr;
+  // Host memory outside the device budget (offloaded state); always set.
+  HostPool* host_pool = nullptr;
 };
 
 class Strategy {
@@ -128,7 +137,38 @@ class CheckpointingStrategy : public Strategy {
   virtual model::BlockRunner MakeBlockRunner() = 0;
 };
 
-class ShardingStrategy : public Strategy {};
+// What one optimizer step uses (from [optimizer] and the learning-rate schedule).
+struct OptimizerStepSpec {
+  double lr = 0.0;
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.0;
+  double grad_clip = 0.0;  // global L2 norm; 0 = no clipping
+  int64_t step = 0;        // 1 for the first update (AdamW bias correction)
+};
+
+// Tensors that make up the model state a rank holds (the memory breakdown's params, grads and
+// optimizer figures count distinct storages of these).
+struct ModelStateTensors {
+  std::vector<at::Tensor> params, grads, optimizer;
+};
+
+class ShardingStrategy : public Strategy {
+ public:
+  // True: the host builds no optimizer; OptimizerStep updates the parameters (the strategy keeps
+  // the optimizer state, e.g. only its partition). False: the host's AdamW runs on whatever
+  // gradients the strategy's hooks left in the parameters' .grad (all-reduced for ddp).
+  virtual bool OwnsOptimizerStep() const;
+  // Called inside the optimizer_step stage when OwnsOptimizerStep(): clip to spec.grad_clip by
+  // the global norm over all ranks, apply AdamW, leave no gradient behind. Returns the global
+  // gradient norm before clipping.
+  virtual double OptimizerStep(RunContext& context, const OptimizerStepSpec& spec);
+  // Adds the state the strategy holds outside the model's parameters and .grad (partitions,
+  // flat buffers); the host adds the parameters and their .grad itself.
+  virtual void AddModelState(ModelStateTensors& state) const;
+  // Wraps the checkpointing slot's block runner (called once, in the model stage, after
+  // MakeBlockRunner): e.g. gather a block's partitioned parameters before it runs and again
+  // before its backward (a recompute included), free them after. Default: `inner` unchanged.
+  virtual model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
+};
 class CallbackStrategy : public Strategy {};
 
 }  // namespace memsweep

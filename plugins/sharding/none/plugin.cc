@@ -1,4 +1,6 @@
 // sharding/none: one process holds the whole model, gradients and optimizer state.
+#include <stdexcept>
+
 #include "memsweep/plugin.h"
 
 namespace {
@@ -8,6 +10,14 @@ class NoSharding final : public memsweep::ShardingStrategy {
   // Math-preserving: nothing is partitioned.
   bool MathPreserving() const override { return true; }
   explicit NoSharding(const memsweep::PluginParams&) {}
+  // Ranks that never exchange gradients would train N different models.
+  void OnStageBegin(memsweep::Stage stage, memsweep::RunContext& ctx) override {
+    if (stage == memsweep::Stage::kEnvironment && ctx.comm != nullptr) {
+      throw std::invalid_argument(
+          "sharding \"none\" runs a single process; with device.world_size > 1 choose "
+          "\"ddp\", \"zero1\", \"zero2\" or \"zero3\"");
+    }
+  }
 };
 
 }  // namespace

@@ -1,0 +1,148 @@
+// ZeroEngine: ZeRO stages 1 and 2 (Rajbhandari et al., 2020) over the SDK's Communicator.
+//
+// At the end of the model stage every parameter becomes a view into one flat fp32 buffer
+// (flat_partition.h); rank r owns partition r. Each rank keeps AdamW state for its partition
+// only, updates it and then receives every other partition from its owner.
+//
+//   stage 1  gradients stay full size (a persistent flat buffer that backward accumulates into),
+//            all-reduced in buckets before the step; the rank steps its own slice of them.
+//   stage 2  each micro-batch's backward accumulates into a transient full-size flat buffer, which
+//            is reduce-scattered (AllToAll + local sum on Gloo) into a persistent partition of P
+//            elements and freed. Between micro-batches a rank holds only its gradient partition.
+//
+// offload_optimizer = cpu keeps the optimizer's partition (fp32 master copy, exp_avg,
+// exp_avg_sq and a gradient copy) in the host pool, outside the device budget; the update runs
+// there and the new partition is copied back into the device parameters.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "collectives.h"
+#include "flat_adamw.h"
+#include "flat_partition.h"
+#include "solo_communicator.h"
+#include "memsweep/strategy.h"
+
+namespace memsweep::sharding {
+
+struct ZeroOptions {
+  int stage = 1;
+  int64_t reduce_bucket_size = 500000000;  // elements
+  bool offload_optimizer = false;
+};
+
+class ZeroEngine {
+ public:
+  explicit ZeroEngine(ZeroOptions options) : options_(options) {
+    if (options_.reduce_bucket_size < 1) {
+      throw std::invalid_argument("reduce_bucket_size must be at least 1 element");
+    }
+  }
+
+  void OnStageBegin(Stage stage, RunContext& ctx) {
+    if (stage == Stage::kBackward && options_.stage == 2) {
+      flat_grad_ = at::zeros({layout_.Padded()}, flat_params_.options());
+      AttachGradients(params_, flat_grad_, layout_);
+    }
+    (void)ctx;
+  }
+
+  void OnStageEnd(Stage stage, RunContext& ctx) {
+    if (stage == Stage::kModel) Partition(ctx);
+    if (stage == Stage::kBackward && options_.stage == 2) {
+      torch::NoGradGuard no_grad;
+      ReduceScatterInBuckets(Comm(), flat_grad_, owned_grad_, layout_, options_.reduce_bucket_size);
+      DetachGradients(params_);
+      flat_grad_ = at::Tensor();
+    }
+  }
+
+  double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
+    torch::NoGradGuard no_grad;
+    const int64_t begin = layout_.Begin(layout_.rank);
+    at::Tensor grad;
+    if (options_.stage == 1) {
+      AllReduceInBuckets(Comm(), flat_grad_, options_.reduce_bucket_size);
+      grad = flat_grad_.narrow(0, begin, layout_.partition);
+    } else {
+      grad = owned_grad_;
+    }
+    const double norm = PartitionedNorm(Comm(), grad);
+    ClipByNorm(grad, norm, spec.grad_clip);
+    at::Tensor owned_params = flat_params_.narrow(0, begin, layout_.partition);
+    if (!exp_avg_.defined()) AllocateState(ctx);
+    if (options_.offload_optimizer) {
+      host_grad_.copy_(grad);
+      FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec);
+      owned_params.copy_(master_);
+    } else {
+      FlatAdamWStep(owned_params, grad, exp_avg_, exp_avg_sq_, spec);
+    }
+    GatherPartitions(Comm(), flat_params_, layout_);
+    // Stage 1 zeroes the whole buffer: the other ranks' slices were summed into it too.
+    (options_.stage == 1 ? flat_grad_ : grad).zero_();
+    return norm;
+  }
+
+  // Device-side state beyond the parameters and their .grad views (host-pool state is not device
+  // memory: it shows in host_pool_peak_bytes instead).
+  void AddModelState(ModelStateTensors& state) const {
+    if (owned_grad_.defined()) state.grads.push_back(owned_grad_);
+    if (exp_avg_.defined() && !options_.offload_optimizer) {
+      state.optimizer.push_back(exp_avg_);
+      state.optimizer.push_back(exp_avg_sq_);
+    }
+  }
+
+  const FlatPartition& Layout() const { return layout_; }
+
+ private:
+  Communicator& Comm() { return comm_ != nullptr ? *comm_ : solo_; }
+
+  void Partition(RunContext& ctx) {
+    comm_ = ctx.comm;
+    params_ = ctx.model->parameters();
+    layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
+    flat_params_ = FlattenParameters(params_, layout_);
+    if (options_.stage == 1) {
+      flat_grad_ = at::zeros({layout_.Padded()}, flat_params_.options());
+      AttachGradients(params_, flat_grad_, layout_);
+    } else {
+      owned_grad_ = at::zeros({layout_.partition}, flat_params_.options());
+    }
+  }
+
+  // Created at the first update, as the host's AdamW does.
+  void AllocateState(RunContext& ctx) {
+    const int64_t n = layout_.partition;
+    if (options_.offload_optimizer) {
+      HostPool& pool = *ctx.host_pool;
+      exp_avg_ = pool.Zeros({n}, at::kFloat);
+      exp_avg_sq_ = pool.Zeros({n}, at::kFloat);
+      host_grad_ = pool.Zeros({n}, at::kFloat);
+      master_ = pool.Empty({n}, at::kFloat);
+      master_.copy_(flat_params_.narrow(0, layout_.Begin(layout_.rank), n));
+    } else {
+      exp_avg_ = at::zeros({n}, flat_params_.options());
+      exp_avg_sq_ = at::zeros({n}, flat_params_.options());
+    }
+  }
+
+  ZeroOptions options_;
+  Communicator* comm_ = nullptr;
+  SoloCommunicator solo_;
+  std::vector<at::Tensor> params_;
+  FlatPartition layout_;
+  at::Tensor flat_params_;
+  at::Tensor flat_grad_;   // stage 1: persistent; stage 2: during each backward
+  at::Tensor owned_grad_;  // stage 2: this rank's gradient partition
+  at::Tensor exp_avg_, exp_avg_sq_;
+  at::Tensor master_, host_grad_;  // offload_optimizer = cpu
+};
+
+}  // namespace memsweep::sharding

@@ -1,0 +1,104 @@
+#include "param_units.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+
+namespace memsweep::sharding {
+namespace {
+
+// Fresh memory for a released storage, from the allocator that made it (the tracking allocator).
+void Materialize(const at::Tensor& flat) {
+  const c10::Storage& storage = flat.storage();
+  const size_t nbytes = static_cast<size_t>(flat.numel() * flat.element_size());
+  storage.set_data_ptr_noswap(storage.allocator()->allocate(nbytes));
+  storage.set_nbytes(nbytes);
+}
+
+void Dematerialize(const at::Tensor& flat) {
+  const c10::Storage& storage = flat.storage();
+  storage.set_data_ptr_noswap(storage.allocator()->allocate(0));
+  storage.set_nbytes(0);
+}
+
+}  // namespace
+
+ParamUnits::ParamUnits(std::vector<at::Tensor>& params,
+                       const std::vector<std::vector<size_t>>& groups,
+                       int64_t persistence_threshold, const FlatPartition& layout,
+                       at::Tensor owned)
+    : params_(params), layout_(layout), owned_(std::move(owned)) {
+  torch::NoGradGuard no_grad;
+  const int64_t my_begin = layout_.Begin(layout_.rank);
+  const int64_t my_end = my_begin + layout_.partition;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    ParamUnit partitioned, persistent;
+    persistent.persistent = true;
+    for (size_t index : groups[g]) {
+      ParamUnit& unit = params_[index].numel() < persistence_threshold ? persistent : partitioned;
+      unit.params.push_back(index);
+      unit.offsets.push_back(unit.numel);
+      unit.numel += params_[index].numel();
+    }
+    partitioned_of_group_.push_back(partitioned.params.empty() ? -1 : static_cast<int>(units_.size()));
+    for (ParamUnit* unit : {&partitioned, &persistent}) {
+      if (unit->params.empty()) continue;
+      // One unit at a time: the model's own copy of these parameters is freed by set_data.
+      unit->flat = at::empty({unit->numel}, params_.front().options());
+      for (size_t i = 0; i < unit->params.size(); ++i) {
+        at::Tensor& p = params_[unit->params[i]];
+        const int64_t global = layout_.offsets[unit->params[i]];
+        const int64_t lo = std::max(global, my_begin), hi = std::min(global + p.numel(), my_end);
+        if (lo < hi) owned_.narrow(0, lo - my_begin, hi - lo).copy_(p.reshape({-1}).narrow(0, lo - global, hi - lo));
+        at::Tensor view = unit->flat.narrow(0, unit->offsets[i], p.numel()).view(p.sizes());
+        view.copy_(p);
+        p.set_data(view);
+      }
+      unit->gathered = true;
+      units_.push_back(std::move(*unit));
+      if (!units_.back().persistent) Release(static_cast<int>(units_.size()) - 1);
+    }
+  }
+}
+
+void ParamUnits::Fill(Communicator& comm, ParamUnit& unit) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < unit.params.size(); ++i) {
+    const int64_t global = layout_.offsets[unit.params[i]];
+    const int64_t n = params_[unit.params[i]].numel();
+    for (int r = 0; r < layout_.world_size; ++r) {
+      const int64_t begin = layout_.Begin(r);
+      const int64_t lo = std::max(global, begin), hi = std::min(global + n, begin + layout_.partition);
+      if (lo >= hi) continue;
+      at::Tensor part = unit.flat.narrow(0, unit.offsets[i] + (lo - global), hi - lo);
+      if (r == layout_.rank) part.copy_(owned_.narrow(0, lo - begin, hi - lo));
+      comm.Broadcast(part, r);
+    }
+  }
+}
+
+void ParamUnits::Gather(Communicator& comm, int index) {
+  if (index < 0) return;
+  ParamUnit& unit = units_[static_cast<size_t>(index)];
+  if (unit.gathered) return;
+  Materialize(unit.flat);
+  unit.gathered = true;
+  Fill(comm, unit);
+}
+
+void ParamUnits::Release(int index) {
+  if (index < 0) return;
+  ParamUnit& unit = units_[static_cast<size_t>(index)];
+  if (!unit.gathered || unit.persistent) return;
+  Dematerialize(unit.flat);
+  unit.gathered = false;
+}
+
+void ParamUnits::RefreshPersistent(Communicator& comm) {
+  for (ParamUnit& unit : units_) {
+    if (unit.persistent) Fill(comm, unit);
+  }
+}
+
+}  // namespace memsweep::sharding

@@ -1,0 +1,67 @@
+// Zero3Engine: ZeRO stage 3. Parameters are partitioned too: a rank keeps its partition of the
+// flat parameter vector (param_units.h) and gathers each block's parameters just before the
+// block runs forward, frees them after it, gathers them again just before the block's backward
+// (autograd nodes around the block) and frees them once the backward has passed the block. The
+// parameters outside the blocks (embedding, final norm, LM head) are gathered for the whole
+// forward/backward of a micro-batch. Gradients follow ZeRO-2's path (full-size buffer during a
+// backward, reduce-scattered into the owner's partition at its end); the optimizer updates the
+// owned partition in place, and the next forward gathers the new values.
+//
+// prefetch_bucket_size > 0 gathers the next block (in forward; the previous one in backward)
+// together with the current one when it has at most that many elements. The collectives block,
+// so on Gloo this only moves the gather earlier and shows what prefetching costs in memory.
+// offload_param = cpu keeps the owned partition in the host pool; offload_optimizer = cpu keeps
+// the optimizer state (and the update) there.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "../common/solo_communicator.h"
+#include "param_units.h"
+#include "memsweep/strategy.h"
+
+namespace memsweep::sharding {
+
+struct Zero3Options {
+  int64_t reduce_bucket_size = 500000000;
+  int64_t prefetch_bucket_size = 0;
+  int64_t param_persistence_threshold = 0;
+  bool offload_optimizer = false;
+  bool offload_param = false;
+};
+
+class Zero3Engine {
+ public:
+  explicit Zero3Engine(Zero3Options options);
+
+  void OnStageBegin(Stage stage, RunContext& ctx);
+  void OnStageEnd(Stage stage, RunContext& ctx);
+  double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec);
+  void AddModelState(ModelStateTensors& state) const;
+  model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
+
+  // Called by the autograd nodes around block `block` during backward.
+  void BeforeBlockBackward(size_t block);
+  void AfterBlockBackward(size_t block);
+
+ private:
+  Communicator& Comm() { return comm_ != nullptr ? *comm_ : solo_; }
+  void Partition(RunContext& ctx);
+  void GatherBlock(size_t block, int direction);
+
+  Zero3Options options_;
+  Communicator* comm_ = nullptr;
+  SoloCommunicator solo_;
+  std::vector<at::Tensor> params_;
+  FlatPartition layout_;
+  std::unique_ptr<ParamUnits> units_;
+  std::unordered_map<const model::DecoderBlockImpl*, size_t> block_index_;
+  size_t blocks_ = 0;  // groups 0..blocks_-1 are the blocks, group blocks_ the rest
+  at::Tensor flat_grad_, owned_grad_;
+  at::Tensor exp_avg_, exp_avg_sq_, master_, host_grad_;
+};
+
+}  // namespace memsweep::sharding

@@ -1,0 +1,181 @@
+// Multi-process runs as users start them: `memsweep run` on an experiment whose cells have
+// device.world_size = 2. Every sharding plugin must follow the single-process loss trajectory
+// with the same global batch (fp32: within 1e-5 relative per step), each rank's figures land in
+// run_ranks, and a rank that dies fails its cell with every rank's message, not the sweep.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/results/results_db.h"
+#include "support/cli_runner.h"
+#include "support/run_configs.h"
+
+namespace memsweep::dist {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::FreshTempDir;
+using testing_support::RunMemsweep;
+using testing_support::SourcePath;
+
+// Global batch of 4 rows per step: one process with 2 micro-batches of 2 rows, or 2 ranks with
+// one micro-batch of 2 rows each.
+fs::path WriteExperiment(const fs::path& dir, const std::string& name, const std::string& matrix,
+                         const std::string& device = "") {
+  const fs::path file = dir / (name + ".toml");
+  std::ofstream(file) << "[experiment]\nname = \"" << name << "\"\nsteps = 4\nwarmup_steps = 1\n"
+                      << "seed = 7\n[model]\npreset = \"tiny\"\n"
+                      << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
+                      << "\"\n[optimizer]\nlr = 3e-3\nlr_warmup_steps = 1\n"
+                      << "[device]\nthreads = 1\nworld_size = 2\n" << device
+                      << "[strategies.batching]\nseq_len = 48\nmicro_batch_size = 2\n"
+                      << "accumulation_steps = 1\n"
+                      << matrix;
+  return file;
+}
+
+// Losses per cell index, from the database.
+std::map<int, std::vector<double>> LossesByCell(const fs::path& db_path) {
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows = db.Query(
+      "SELECT r.cell_index, s.loss FROM step_metrics s JOIN runs r ON r.id = s.run_id "
+      "ORDER BY r.cell_index, s.step");
+  std::map<int, std::vector<double>> losses;
+  for (const auto& row : rows.rows) losses[std::stoi(*row[0])].push_back(std::stod(*row[1]));
+  return losses;
+}
+
+TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
+  const fs::path dir = FreshTempDir("dp_equivalence");
+  const fs::path file = WriteExperiment(dir, "dp", R"toml(
+[matrix]
+"strategies.sharding" = [
+  {plugin = "none"},
+  {plugin = "ddp", reduce_bucket_size = 5000},
+  {plugin = "zero1", reduce_bucket_size = 5000},
+  {plugin = "zero2", reduce_bucket_size = 5000},
+  {plugin = "zero1", offload_optimizer = "cpu"},
+  {plugin = "zero2", offload_optimizer = "cpu"},
+  {plugin = "zero3", reduce_bucket_size = 5000},
+  {plugin = "zero3", offload_optimizer = "cpu", offload_param = "cpu"},
+  {plugin = "zero3", prefetch_bucket_size = 1000000, param_persistence_threshold = 100},
+  {plugin = "zero3", offload_optimizer = "cpu"},
+]
+[[matrix.include]]
+"strategies.sharding" = {plugin = "none"}
+"device.world_size" = 1
+"strategies.batching.accumulation_steps" = 2
+[[matrix.include]]
+"strategies.sharding" = {plugin = "zero3", offload_optimizer = "cpu"}
+"strategies.checkpointing.plugin" = "full"
+)toml");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+
+  const auto losses = LossesByCell(db);
+  ASSERT_EQ(losses.size(), 10u) << out.output;
+  const std::vector<double>& single = losses.at(0);
+  ASSERT_EQ(single.size(), 4u);
+  for (int cell = 1; cell < 10; ++cell) {
+    const std::vector<double>& sharded = losses.at(cell);
+    ASSERT_EQ(sharded.size(), single.size()) << "cell " << cell;
+    for (size_t step = 0; step < single.size(); ++step) {
+      EXPECT_NEAR(sharded[step], single[step], 1e-5 * std::abs(single[step]))
+          << "cell " << cell << " step " << step;
+    }
+  }
+
+  // Every rank of a two-rank cell has a row; ZeRO's ranks hold less optimizer state than ddp's.
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult ranks = read.Query(
+      "SELECT r.cell_index, k.rank, k.optimizer_bytes, k.comm_bytes, k.host_pool_peak_bytes "
+      "FROM run_ranks k JOIN runs r ON r.id = k.run_id ORDER BY r.cell_index, k.rank");
+  ASSERT_EQ(ranks.rows.size(), 18u);  // cells 1..9, two ranks each
+  std::map<int, int64_t> optimizer, host_pool;
+  for (const auto& row : ranks.rows) {
+    const int cell = std::stoi(*row[0]);
+    EXPECT_GT(std::stoll(*row[3]), 0) << "cell " << cell << " rank " << *row[1] << " sent nothing";
+    optimizer[cell] = std::stoll(*row[2]);
+    host_pool[cell] = std::stoll(*row[4]);
+  }
+  EXPECT_LT(optimizer[2] * 3 / 2, optimizer[1]) << "zero1 keeps about half of ddp's state";
+  EXPECT_LT(optimizer[3] * 3 / 2, optimizer[1]) << "zero2 keeps about half of ddp's state";
+  EXPECT_EQ(optimizer[4], 0) << "offloaded optimizer state is not device memory";
+  EXPECT_GT(host_pool[4], optimizer[2]) << "offloaded state lives in the host pool";
+  EXPECT_EQ(host_pool[2], 0);
+  EXPECT_LT(optimizer[6] * 3 / 2, optimizer[1]) << "zero3 keeps about half of ddp's state";
+  EXPECT_EQ(optimizer[7], 0);
+  EXPECT_GT(host_pool[7], 0) << "zero3's offloaded partitions live in the host pool";
+}
+
+// Per-rank model state (params + grads + optimizer bytes at the optimizer step) against the ZeRO
+// paper's formulas adapted to fp32 (docs/metrics.md): ddp 16Ψ, zero1 8Ψ + 8Ψ/N,
+// zero2 4Ψ + 12Ψ/N, zero3 16Ψ/N; within 2% (the flat buffer pads Ψ to a multiple of N).
+TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
+  const fs::path dir = FreshTempDir("dp_formulas");
+  const fs::path file = WriteExperiment(dir, "formulas", R"toml(
+[matrix]
+"device.world_size" = [2, 4]
+"strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
+)toml");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string() +
+                               " --set experiment.steps=1 --set experiment.warmup_steps=0");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows = read.Query(
+      "SELECT json_extract(r.params_json, '$.\"strategies.sharding.plugin\"'), "
+      "json_extract(r.params_json, '$.\"device.world_size\"'), m.parameters, "
+      "k.params_bytes + k.grads_bytes + k.optimizer_bytes "
+      "FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id");
+  ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4) << out.output;
+  for (const auto& row : rows.rows) {
+    const std::string plugin = *row[0];
+    const double n = std::stod(*row[1]);
+    const double psi = std::stod(*row[2]);
+    const double expected = plugin == "ddp"     ? 16 * psi
+                            : plugin == "zero1" ? 8 * psi + 8 * psi / n
+                            : plugin == "zero2" ? 4 * psi + 12 * psi / n
+                                                : 16 * psi / n;
+    EXPECT_NEAR(std::stod(*row[3]), expected, 0.02 * expected) << plugin << " N=" << n;
+  }
+}
+
+TEST(DataParallel, ARankThatDiesOrHangsFailsOnlyItsCell) {
+  const fs::path dir = FreshTempDir("dp_chaos");
+  // Rank 1 aborts / hangs at the end of step 1; rank 0 then waits in a collective that fails
+  // (connection closed, or the 5 s collective_timeout). The last cell runs normally afterwards.
+  const fs::path file = WriteExperiment(dir, "chaos", std::string(R"toml(
+[plugins]
+paths = [")toml") + MEMSWEEP_FIXTURE_DIR + R"toml(/chaos"]
+[matrix]
+"strategies.sharding" = [
+  {plugin = "fixture-chaos", action = "abort", only_rank = 1},
+  {plugin = "fixture-chaos", action = "hang", only_rank = 1},
+  {plugin = "ddp"},
+]
+)toml", "collective_timeout = 5.0\n");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows =
+      read.Query("SELECT cell_index, status, error FROM runs ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 3u) << out.output;
+  EXPECT_EQ(*rows.rows[0][1], "failed");
+  EXPECT_NE(rows.rows[0][2]->find("rank 1: crashed: signal 6"), std::string::npos) << *rows.rows[0][2];
+  EXPECT_NE(rows.rows[0][2]->find("rank 0:"), std::string::npos) << *rows.rows[0][2];
+  EXPECT_EQ(*rows.rows[1][1], "failed");
+  EXPECT_NE(rows.rows[1][2]->find("rank 0:"), std::string::npos) << *rows.rows[1][2];
+  EXPECT_NE(rows.rows[1][2]->find("rank 1: killed after another rank failed"), std::string::npos)
+      << *rows.rows[1][2];
+  EXPECT_EQ(*rows.rows[2][1], "ok") << (rows.rows[2][2] ? *rows.rows[2][2] : "");
+}
+
+}  // namespace
+}  // namespace memsweep::dist
