@@ -58,7 +58,8 @@ TEST(ResultsDbTest, CreatesDirectoryAndSchemaAtCurrentVersion) {
     EXPECT_EQ(names, (std::vector<std::string>{"environments", "experiments", "memory_timeline",
                                                "phase_memory", "plugin_metrics",
                                                "run_metrics", "run_plugins", "run_ranks",
-                                               "run_summary", "runs", "step_metrics"}));
+                                               "run_summary", "runs", "step_metrics",
+                                               "verification"}));
   }
   EXPECT_EQ(UserVersion(path), kSchemaVersion);
   EXPECT_EQ(kSchemaVersion, SchemaMigrations().back().version);

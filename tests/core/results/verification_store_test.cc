@@ -188,8 +188,8 @@ TEST(VerificationMigrationTest, AVersion1FileOpensAndKeepsItsRuns) {
     MigrateSchema(v1, {SchemaMigrations().front()});
     v1.Execute(
         "INSERT INTO experiments (id, name, source_path, file_text) VALUES (1, 'old', 'o', '');"
-        "INSERT INTO runs (id, experiment_id, cell_hash, cell_index, status, seed) "
-        "VALUES (1, 1, 'a', 0, 'ok', 7), (2, 1, 'b', 1, 'ok', 7);"
+        "INSERT INTO runs (id, experiment_id, cell_hash, cell_index, status, seed, params_json) "
+        "VALUES (1, 1, 'a', 0, 'ok', 7, '{\"a\":1}'), (2, 1, 'b', 1, 'ok', 7, '{\"a\":2}');"
         "INSERT INTO run_plugins (run_id, seq, slot, name, version) "
         "VALUES (1, 0, 'checkpointing', 'none', '1.0.0');"
         "INSERT INTO step_metrics (run_id, step, loss, tokens) VALUES (1, 0, 5.0, 128);"
