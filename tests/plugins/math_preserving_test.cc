@@ -28,7 +28,9 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"callbacks/empty_cache", true},   {"precision/bf16", false},
       {"attention/chunked", true},       {"attention/flash", true},
       {"packing/pack", true},            {"packing/concat", false},
-      {"packing/bucketed", false}};
+      {"packing/bucketed", false},       {"sharding/ddp", true},
+      {"sharding/zero1", true},          {"sharding/zero2", true},
+      {"sharding/zero3", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
       {"strategies.allocator.plugin=caching", "strategies.checkpointing.plugin=full",
@@ -39,7 +41,10 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
        "strategies.attention.plugin=chunked"},
       {"strategies.attention.plugin=flash", "strategies.packing.plugin=pack"},
       {"strategies.packing.plugin=concat"},
-      {"strategies.packing.plugin=bucketed"}};
+      {"strategies.packing.plugin=bucketed", "strategies.sharding.plugin=ddp"},
+      {"strategies.sharding.plugin=zero1", "device.world_size=2"},
+      {"strategies.sharding.plugin=zero2", "device.world_size=2"},
+      {"strategies.sharding.plugin=zero3", "device.world_size=2"}};
   std::map<std::string, bool> seen;
   for (const auto& overrides : configurations) {
     const config::RunConfig cfg = TinyRun(1, overrides);

@@ -17,6 +17,8 @@ class Ddp final : public memsweep::ShardingStrategy {
   explicit Ddp(const memsweep::PluginParams& p) : bucket_(p.Int("reduce_bucket_size")) {
     if (bucket_ < 1) throw std::invalid_argument("reduce_bucket_size must be at least 1 element");
   }
+  // The same update as one process on the global batch; only the summation order differs.
+  bool MathPreserving() const override { return true; }
 
   void OnStageBegin(Stage stage, RunContext& ctx) override {
     if (stage != Stage::kOptimizerStep || ctx.comm == nullptr) return;

@@ -21,6 +21,8 @@ memsweep::sharding::ZeroOptions Options(const memsweep::PluginParams& p) {
 class Zero1 final : public memsweep::ShardingStrategy {
  public:
   explicit Zero1(const memsweep::PluginParams& p) : engine_(Options(p)) {}
+  // The same update as one process on the global batch; only the summation order differs.
+  bool MathPreserving() const override { return true; }
   void OnStageBegin(Stage stage, RunContext& ctx) override { engine_.OnStageBegin(stage, ctx); }
   void OnStageEnd(Stage stage, RunContext& ctx) override { engine_.OnStageEnd(stage, ctx); }
   bool OwnsOptimizerStep() const override { return true; }
