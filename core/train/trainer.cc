@@ -66,7 +66,8 @@ ModelState MeasureModelState(const RunState& state) {
   // updates the parameters themselves (fp32), every shared storage is counted once.
   const std::vector<at::Tensor> updated =
       state.optimizer ? state.optimizer->Parameters() : std::vector<at::Tensor>();
-  for (const std::vector<at::Tensor>* group : {&tensors.params, &updated}) {
+  const std::vector<at::Tensor>& params = tensors.params;
+  for (const std::vector<at::Tensor>* group : {&params, &updated}) {
     for (const at::Tensor& p : *group) {
       if (p.grad().defined()) tensors.grads.push_back(p.grad());
     }
