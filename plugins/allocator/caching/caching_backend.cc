@@ -101,6 +101,10 @@ Block* CachingBackend::FindFreeBlock(Pool& pool, size_t size) {
   auto it = pool.free.lower_bound(&probe);
   if (it == pool.free.end()) return nullptr;
   Block* block = *it;
+  // Blocks of an expandable segment are always split (ShouldSplit), so the oversize rules, which
+  // keep unsplittable blocks from being wasted on small requests, do not apply to them: refusing
+  // a free block there would only grow the segment while the free block stays unused.
+  if (block->segment->memory.expandable()) return block;
   const size_t max_split = options_.max_split_size;
   // As PyTorch does: a block too big to split is not handed to a request it could be split for,
   // and an oversize request only takes an oversize block less than 20 MiB larger than itself.
@@ -111,7 +115,9 @@ Block* CachingBackend::FindFreeBlock(Pool& pool, size_t size) {
 
 bool CachingBackend::ShouldSplit(const Block& block, size_t size) const {
   const size_t remaining = block.size - size;
-  if (block.segment->small) return remaining >= kMinBlockSize;
+  // As PyTorch's should_split: with expandable segments every block is split, whatever
+  // max_split_size says.
+  if (block.segment->small || block.segment->memory.expandable()) return remaining >= kMinBlockSize;
   return size < options_.max_split_size && remaining > kSmallSize;
 }
 

@@ -301,5 +301,24 @@ TEST_F(CachingBackendTest, FragmentationAtPeakComparesAllocatedWithReserved) {
   backend.Deallocate(p, 0);
 }
 
+// An expandable segment splits every block and reuses any free block that fits, whatever
+// max_split_size_mb says: freed memory inside the segment is reused before it grows. (A version
+// that applied the oversize rules there grew without bound on alternating 100/30 MiB requests.)
+TEST_F(CachingBackendTest, ExpandableSegmentsReuseFreeBlocksUnderMaxSplit) {
+  CachingBackend backend(Options(/*max_split_mb=*/64, 0, 0, /*expandable=*/true));
+  void* keep = backend.Allocate(kMiB + 512);  // pins the segment's start
+  for (int round = 0; round < 20; ++round) {
+    void* big = backend.Allocate(100 * kMiB);
+    void* tail = backend.Allocate(2 * kMiB);  // keeps the free region from being the tail
+    backend.Deallocate(big, 100 * kMiB);
+    void* medium = backend.Allocate(30 * kMiB);  // fits in the freed 100 MiB: reused and split
+    backend.Deallocate(medium, 30 * kMiB);
+    backend.Deallocate(tail, 2 * kMiB);
+  }
+  // One 100 MiB block, the 2 MiB and the first request at most: never 20 rounds' worth.
+  EXPECT_LE(backend.ReservedBytes(), int64_t(110 * kMiB));
+  backend.Deallocate(keep, kMiB + 512);
+}
+
 }  // namespace
 }  // namespace memsweep::plugins
