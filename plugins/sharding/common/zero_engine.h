@@ -62,6 +62,9 @@ class ZeroEngine {
     }
   }
 
+  // Stages 1 and 2 keep every parameter on every rank: blocks run as they are.
+  model::BlockRunner WrapBlockRunner(model::BlockRunner inner) const { return inner; }
+
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
     torch::NoGradGuard no_grad;
     const int64_t begin = layout_.Begin(layout_.rank);

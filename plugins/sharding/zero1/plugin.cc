@@ -1,40 +1,22 @@
-// sharding/zero1: ZeRO-1: optimizer state partitioned over the ranks (common/zero_engine.h).
+// sharding/zero1: optimizer state partitioned over the ranks (common/zero_engine.h).
 #include "../common/zero_engine.h"
-#include "memsweep/plugin.h"
+#include "../common/zero_strategy.h"
 
 namespace {
 
-using memsweep::RunContext;
-using memsweep::Stage;
+using memsweep::sharding::OffloadChoice;
 
 memsweep::sharding::ZeroOptions Options(const memsweep::PluginParams& p) {
   memsweep::sharding::ZeroOptions o;
   o.stage = 1;
   o.reduce_bucket_size = p.Int("reduce_bucket_size");
-  o.offload_optimizer = p.String("offload_optimizer") == "cpu";
-  if (!o.offload_optimizer && p.String("offload_optimizer") != "none") {
-    throw std::invalid_argument("offload_optimizer must be \"none\" or \"cpu\"");
-  }
+  o.offload_optimizer = OffloadChoice(p, "offload_optimizer");
   return o;
 }
 
-class Zero1 final : public memsweep::ShardingStrategy {
+class Zero1 final : public memsweep::sharding::ZeroStrategy<memsweep::sharding::ZeroEngine> {
  public:
-  explicit Zero1(const memsweep::PluginParams& p) : engine_(Options(p)) {}
-  // The same update as one process on the global batch; only the summation order differs.
-  bool MathPreserving() const override { return true; }
-  void OnStageBegin(Stage stage, RunContext& ctx) override { engine_.OnStageBegin(stage, ctx); }
-  void OnStageEnd(Stage stage, RunContext& ctx) override { engine_.OnStageEnd(stage, ctx); }
-  bool OwnsOptimizerStep() const override { return true; }
-  double OptimizerStep(RunContext& ctx, const memsweep::OptimizerStepSpec& spec) override {
-    return engine_.OptimizerStep(ctx, spec);
-  }
-  void AddModelState(memsweep::ModelStateTensors& state) const override {
-    engine_.AddModelState(state);
-  }
-
- private:
-  memsweep::sharding::ZeroEngine engine_;
+  explicit Zero1(const memsweep::PluginParams& p) : ZeroStrategy(Options(p)) {}
 };
 
 const MemsweepParamSpec kParams[] = {
@@ -45,4 +27,5 @@ const MemsweepParamSpec kParams[] = {
 
 }  // namespace
 
-MEMSWEEP_PLUGIN(Zero1, "zero1", "sharding", "1.0.0", "ZeRO-1: optimizer state partitioned over the ranks", kParams, /*slot_default=*/0)
+MEMSWEEP_PLUGIN(Zero1, "zero1", "sharding", "1.0.0",
+                "ZeRO-1: optimizer state partitioned over the ranks", kParams, /*slot_default=*/0)

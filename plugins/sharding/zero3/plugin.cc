@@ -1,20 +1,11 @@
 // sharding/zero3: ZeRO-3 — optimizer state, gradients and parameters partitioned over the ranks;
 // each block's parameters gathered just before its forward and backward (zero3_engine.h).
-#include "memsweep/plugin.h"
 #include "zero3_engine.h"
+#include "../common/zero_strategy.h"
 
 namespace {
 
-using memsweep::RunContext;
-using memsweep::Stage;
-
-bool OffloadChoice(const memsweep::PluginParams& p, const char* name) {
-  const std::string& value = p.String(name);
-  if (value != "none" && value != "cpu") {
-    throw std::invalid_argument(std::string(name) + " must be \"none\" or \"cpu\"");
-  }
-  return value == "cpu";
-}
+using memsweep::sharding::OffloadChoice;
 
 memsweep::sharding::Zero3Options Options(const memsweep::PluginParams& p) {
   memsweep::sharding::Zero3Options o;
@@ -26,26 +17,9 @@ memsweep::sharding::Zero3Options Options(const memsweep::PluginParams& p) {
   return o;
 }
 
-class Zero3 final : public memsweep::ShardingStrategy {
+class Zero3 final : public memsweep::sharding::ZeroStrategy<memsweep::sharding::Zero3Engine> {
  public:
-  explicit Zero3(const memsweep::PluginParams& p) : engine_(Options(p)) {}
-  // The same update as one process on the global batch; only the summation order differs.
-  bool MathPreserving() const override { return true; }
-  void OnStageBegin(Stage stage, RunContext& ctx) override { engine_.OnStageBegin(stage, ctx); }
-  void OnStageEnd(Stage stage, RunContext& ctx) override { engine_.OnStageEnd(stage, ctx); }
-  bool OwnsOptimizerStep() const override { return true; }
-  double OptimizerStep(RunContext& ctx, const memsweep::OptimizerStepSpec& spec) override {
-    return engine_.OptimizerStep(ctx, spec);
-  }
-  void AddModelState(memsweep::ModelStateTensors& state) const override {
-    engine_.AddModelState(state);
-  }
-  memsweep::model::BlockRunner WrapBlockRunner(memsweep::model::BlockRunner inner) override {
-    return engine_.WrapBlockRunner(std::move(inner));
-  }
-
- private:
-  memsweep::sharding::Zero3Engine engine_;
+  explicit Zero3(const memsweep::PluginParams& p) : ZeroStrategy(Options(p)) {}
 };
 
 const MemsweepParamSpec kParams[] = {
@@ -63,5 +37,4 @@ const MemsweepParamSpec kParams[] = {
 }  // namespace
 
 MEMSWEEP_PLUGIN(Zero3, "zero3", "sharding", "1.0.0",
-                "ZeRO-3: optimizer state, gradients and parameters partitioned over the ranks",
-                kParams, /*slot_default=*/0)
+                "ZeRO-3: optimizer state, gradients and parameters partitioned over the ranks", kParams, /*slot_default=*/0)

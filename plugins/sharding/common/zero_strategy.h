@@ -1,0 +1,44 @@
+// The ShardingStrategy of the ZeRO plugins: every call forwards to the stage's engine
+// (ZeroEngine for stages 1 and 2, Zero3Engine for stage 3). Each plugin only reads its options.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "memsweep/plugin.h"
+
+namespace memsweep::sharding {
+
+// "none" or "cpu" (DeepSpeed's offload_optimizer / offload_param device); true for "cpu".
+inline bool OffloadChoice(const PluginParams& params, const char* name) {
+  const std::string& value = params.String(name);
+  if (value != "none" && value != "cpu") {
+    throw std::invalid_argument(std::string(name) + " must be \"none\" or \"cpu\"");
+  }
+  return value == "cpu";
+}
+
+template <typename Engine>
+class ZeroStrategy : public ShardingStrategy {
+ public:
+  template <typename Options>
+  explicit ZeroStrategy(Options options) : engine_(std::move(options)) {}
+  // The same update as one process on the global batch; only the summation order differs.
+  bool MathPreserving() const override { return true; }
+  void OnStageBegin(Stage stage, RunContext& ctx) override { engine_.OnStageBegin(stage, ctx); }
+  void OnStageEnd(Stage stage, RunContext& ctx) override { engine_.OnStageEnd(stage, ctx); }
+  bool OwnsOptimizerStep() const override { return true; }
+  double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) override {
+    return engine_.OptimizerStep(ctx, spec);
+  }
+  void AddModelState(ModelStateTensors& state) const override { engine_.AddModelState(state); }
+  model::BlockRunner WrapBlockRunner(model::BlockRunner inner) override {
+    return engine_.WrapBlockRunner(std::move(inner));
+  }
+
+ private:
+  Engine engine_;
+};
+
+}  // namespace memsweep::sharding
