@@ -26,34 +26,23 @@
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
+#include "bench_args.h"
 
 namespace {
+
+using memsweep::bench::ArgInt;
+using memsweep::bench::MiB;
+using memsweep::bench::LoadAverage;
 
 using namespace memsweep;
 
 constexpr int64_t kBatch = 4, kHeads = 8, kHeadDim = 64;
-
-int ArgInt(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 struct Variant {
   std::string name;

@@ -24,8 +24,11 @@
 #include "core/train/trainer.h"
 #include "fma_peak.h"
 #include "support/run_configs.h"
+#include "bench_args.h"
 
 namespace {
+
+using memsweep::bench::ArgInt;
 
 using namespace memsweep;
 
@@ -43,13 +46,6 @@ double GemmFlops(int64_t m, int64_t k, int64_t n, int repeats) {
 }
 
 double Median(std::vector<double> v) { return train::Percentile(std::move(v), 0.5); }
-
-int ArgInt(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
 
 }  // namespace
 

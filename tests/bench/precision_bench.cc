@@ -21,26 +21,15 @@
 #include "core/train/summary.h"
 #include "core/train/trainer.h"
 #include "support/run_configs.h"
+#include "bench_args.h"
 
 namespace {
 
+using memsweep::bench::ArgInt;
+using memsweep::bench::MiB;
+using memsweep::bench::LoadAverage;
+
 using namespace memsweep;
-
-int ArgInt(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
-double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
 
 // Seconds spent in each stage over the measured steps, from the timeline: a stage lasts from the
 // previous point to its own (the stages of a step follow each other without gaps).
