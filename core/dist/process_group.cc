@@ -57,6 +57,14 @@ class GlooCommunicator final : public CountingCommunicator {
   void Barrier() override {
     Run(0, [&] { return group_->barrier(); });
   }
+  void ReduceSum(at::Tensor& tensor, int root) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::ReduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    options.rootRank = root;
+    // Every rank but the root sends its contribution.
+    Run(rank_ == root ? 0 : Bytes(tensor), [&] { return group_->reduce(tensors, options); });
+  }
 
  private:
   template <typename Start>

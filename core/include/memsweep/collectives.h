@@ -4,7 +4,8 @@
 //
 // The host times every call and counts its payload bytes (figures comm_seconds, comm_bytes,
 // comm_calls; docs/metrics.md). Gloo in LibTorch 1.13 has no reduce-scatter, no AVG and no
-// bf16: strategies build reduce-scatter from AllToAll + a local sum and average by dividing.
+// bf16: strategies build reduce-scatter from AllToAll + a local sum (or one ReduceSum per owner)
+// and average by dividing.
 //
 //   at::Tensor g = ...;           // fp32, contiguous
 //   ctx.comm->AllReduceSum(g);    // every rank now holds the sum
@@ -30,6 +31,10 @@ class Communicator {
   // Equal splits along dim 0: input chunk r goes to rank r; output chunk r came from rank r.
   virtual void AllToAll(at::Tensor& output, at::Tensor& input) = 0;
   virtual void Barrier() = 0;
+  // In place: root's tensor ends as the element-wise sum over ranks; on the other ranks the
+  // tensor's contents are unspecified afterwards (it may serve as scratch). Contiguous
+  // fp32/fp64/int64. Appended after Barrier so that the interface stays compatible.
+  virtual void ReduceSum(at::Tensor& tensor, int root) = 0;
 };
 
 }  // namespace memsweep

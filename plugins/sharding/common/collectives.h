@@ -4,7 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "memsweep/collectives.h"
 #include "flat_partition.h"
@@ -21,26 +23,6 @@ inline void AllReduceInBuckets(Communicator& comm, at::Tensor& flat, int64_t buc
   }
 }
 
-// Reduce-scatter of a full flat gradient: adds the sum over ranks of partition `rank` into
-// `owned` (P elements). Gloo in LibTorch 1.13 has no reduce_scatter (PLATFORM.md): each bucket
-// is one AllToAll — chunk r of the input is this rank's contribution to rank r's partition — and
-// a local sum over the N chunks received. A bucket of B elements covers B/N of each partition.
-inline void ReduceScatterInBuckets(Communicator& comm, const at::Tensor& full,
-                                   at::Tensor& owned, const FlatPartition& layout,
-                                   int64_t bucket) {
-  const int world = layout.world_size;
-  const int64_t step = BucketElements(std::max<int64_t>(1, bucket / world), layout.partition);
-  for (int64_t begin = 0; begin < layout.partition; begin += step) {
-    const int64_t length = std::min(step, layout.partition - begin);
-    std::vector<at::Tensor> chunks;
-    for (int r = 0; r < world; ++r) chunks.push_back(full.narrow(0, layout.Begin(r) + begin, length));
-    at::Tensor input = at::cat(chunks);
-    at::Tensor output = at::empty_like(input);
-    comm.AllToAll(output, input);
-    owned.narrow(0, begin, length).add_(output.view({world, length}).sum(0));
-  }
-}
-
 // Every rank's partition of `flat` from its owner, in place (one broadcast per owner: unlike
 // Gloo's allgather it needs no N·P staging buffer).
 inline void GatherPartitions(Communicator& comm, at::Tensor& flat, const FlatPartition& layout) {
@@ -50,9 +32,15 @@ inline void GatherPartitions(Communicator& comm, at::Tensor& flat, const FlatPar
   }
 }
 
-// Global L2 norm of a gradient partitioned over the ranks (each passes its own partition).
+// Global L2 norm of a gradient partitioned over the ranks (each passes its own partition). The
+// squares are summed in fp64, a chunk at a time (no fp64 copy of the whole partition).
 inline double PartitionedNorm(Communicator& comm, const at::Tensor& owned) {
-  at::Tensor squares = owned.to(at::kDouble).pow(2).sum().reshape({1});
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  at::Tensor squares = at::zeros({1}, owned.options().dtype(at::kDouble));
+  for (int64_t begin = 0; begin < owned.numel(); begin += kChunk) {
+    const at::Tensor chunk = owned.narrow(0, begin, std::min(kChunk, owned.numel() - begin));
+    squares.add_(chunk.to(at::kDouble).pow_(2).sum());
+  }
   comm.AllReduceSum(squares);
   return std::sqrt(squares.item<double>());
 }

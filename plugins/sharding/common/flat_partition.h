@@ -59,10 +59,6 @@ inline void AttachGradients(std::vector<at::Tensor>& params, const at::Tensor& f
   }
 }
 
-inline void DetachGradients(std::vector<at::Tensor>& params) {
-  for (at::Tensor& p : params) p.mutable_grad() = at::Tensor();
-}
-
 // Bucket length in elements of a flat range (at least 1).
 inline int64_t BucketElements(int64_t bucket_size, int64_t length) {
   return std::max<int64_t>(1, std::min(bucket_size, length));

@@ -6,9 +6,11 @@
 //
 //   stage 1  gradients stay full size (a persistent flat buffer that backward accumulates into),
 //            all-reduced in buckets before the step; the rank steps its own slice of them.
-//   stage 2  each micro-batch's backward accumulates into a transient full-size flat buffer, which
-//            is reduce-scattered (AllToAll + local sum on Gloo) into a persistent partition of P
-//            elements and freed. Between micro-batches a rank holds only its gradient partition.
+//   stage 2  gradients are reduced to their owners during backward, block by block
+//            (gradient_groups.h): when a block's backward begins its gradients get one buffer,
+//            when it ends the buffer is reduced into the owners' persistent partitions of P
+//            elements and freed. A rank holds its gradient partition plus one block's gradients
+//            (and the LM head's and embedding's, reduced at the end of backward), never 4Ψ.
 //
 // offload_optimizer = cpu keeps the optimizer's partition (fp32 master copy, exp_avg,
 // exp_avg_sq and a gradient copy) in the host pool, outside the device budget; the update runs
@@ -22,9 +24,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "block_backward_hooks.h"
+#include "block_groups.h"
 #include "collectives.h"
 #include "flat_adamw.h"
 #include "flat_partition.h"
+#include "gradient_groups.h"
 #include "solo_communicator.h"
 #include "memsweep/strategy.h"
 
@@ -36,7 +41,7 @@ struct ZeroOptions {
   bool offload_optimizer = false;
 };
 
-class ZeroEngine {
+class ZeroEngine final : public BlockBackwardListener {
  public:
   explicit ZeroEngine(ZeroOptions options) : options_(options) {
     if (options_.reduce_bucket_size < 1) {
@@ -44,26 +49,45 @@ class ZeroEngine {
     }
   }
 
-  void OnStageBegin(Stage stage, RunContext& ctx) {
-    if (stage == Stage::kBackward && options_.stage == 2) {
+  // Gradient memory exists from the first backward of a step to the end of its update, as with
+  // the host optimizer (which leaves no gradient behind): stage 1 the full flat gradient that
+  // backward accumulates into, stage 2 the rank's partition.
+  void OnStageBegin(Stage stage, RunContext&) {
+    if (stage != Stage::kBackward) return;
+    if (options_.stage == 1 && !flat_grad_.defined()) {
       flat_grad_ = at::zeros({layout_.Padded()}, flat_params_.options());
       AttachGradients(params_, flat_grad_, layout_);
     }
-    (void)ctx;
+    if (options_.stage == 2) {
+      if (!owned_grad_.defined()) owned_grad_ = at::zeros({layout_.partition}, flat_params_.options());
+      grads_.BeginBackward();
+    }
   }
 
   void OnStageEnd(Stage stage, RunContext& ctx) {
     if (stage == Stage::kModel) Partition(ctx);
     if (stage == Stage::kBackward && options_.stage == 2) {
-      torch::NoGradGuard no_grad;
-      ReduceScatterInBuckets(Comm(), flat_grad_, owned_grad_, layout_, options_.reduce_bucket_size);
-      DetachGradients(params_);
-      flat_grad_ = at::Tensor();
+      grads_.ReduceRemaining(params_, Comm(), owned_grad_, options_.reduce_bucket_size);
     }
   }
 
-  // Stages 1 and 2 keep every parameter on every rank: blocks run as they are.
-  model::BlockRunner WrapBlockRunner(model::BlockRunner inner) const { return inner; }
+  // Stages 1 and 2 keep every parameter on every rank: blocks run as they are; stage 2 marks
+  // them so that each block's gradients are reduced as soon as its backward is done.
+  model::BlockRunner WrapBlockRunner(model::BlockRunner inner) {
+    if (options_.stage != 2) return inner;
+    return [this, inner](model::DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+                         const at::Tensor& sin, const model::AttentionInputs& inputs,
+                         const model::AttentionFn& attention) {
+      const size_t index = groups_.block_index.at(&block);
+      at::Tensor out = inner(block, MarkBlockInput(x, this, index), cos, sin, inputs, attention);
+      return MarkBlockOutput(out, this, index);
+    };
+  }
+
+  void BlockBackwardBegins(size_t block) override { grads_.Attach(params_, block); }
+  void BlockBackwardEnds(size_t block) override {
+    grads_.Reduce(params_, block, Comm(), owned_grad_, options_.reduce_bucket_size);
+  }
 
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
     torch::NoGradGuard no_grad;
@@ -87,8 +111,9 @@ class ZeroEngine {
       FlatAdamWStep(owned_params, grad, exp_avg_, exp_avg_sq_, spec);
     }
     GatherPartitions(Comm(), flat_params_, layout_);
-    // Stage 1 zeroes the whole buffer: the other ranks' slices were summed into it too.
-    (options_.stage == 1 ? flat_grad_ : grad).zero_();
+    for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+    flat_grad_ = at::Tensor();
+    owned_grad_ = at::Tensor();
     return norm;
   }
 
@@ -112,11 +137,9 @@ class ZeroEngine {
     params_ = ctx.model->parameters();
     layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
     flat_params_ = FlattenParameters(params_, layout_);
-    if (options_.stage == 1) {
-      flat_grad_ = at::zeros({layout_.Padded()}, flat_params_.options());
-      AttachGradients(params_, flat_grad_, layout_);
-    } else {
-      owned_grad_ = at::zeros({layout_.partition}, flat_params_.options());
+    if (options_.stage == 2) {
+      groups_ = GroupByBlock(*ctx.model, params_);
+      grads_ = GradientGroups(params_, groups_.groups, layout_);
     }
   }
 
@@ -142,8 +165,10 @@ class ZeroEngine {
   std::vector<at::Tensor> params_;
   FlatPartition layout_;
   at::Tensor flat_params_;
-  at::Tensor flat_grad_;   // stage 1: persistent; stage 2: during each backward
-  at::Tensor owned_grad_;  // stage 2: this rank's gradient partition
+  at::Tensor flat_grad_;   // stage 1: the full gradient, during a step
+  at::Tensor owned_grad_;  // stage 2: this rank's gradient partition, during a step
+  BlockGroups groups_;     // stage 2
+  GradientGroups grads_;   // stage 2
   at::Tensor exp_avg_, exp_avg_sq_;
   at::Tensor master_, host_grad_;  // offload_optimizer = cpu
 };

@@ -8,45 +8,6 @@
 #include "../common/flat_adamw.h"
 
 namespace memsweep::sharding {
-namespace {
-
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-Zero3Engine* EngineOf(AutogradContext* ctx) {
-  return reinterpret_cast<Zero3Engine*>(ctx->saved_data["engine"].toInt());
-}
-
-// Identity on the block's output; its backward runs first among the block's nodes: gather.
-struct GatherBeforeBackward : torch::autograd::Function<GatherBeforeBackward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t engine,
-                            int64_t block) {
-    ctx->saved_data["engine"] = engine;
-    ctx->saved_data["block"] = block;
-    return x;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    EngineOf(ctx)->BeforeBlockBackward(static_cast<size_t>(ctx->saved_data["block"].toInt()));
-    return {grads[0], at::Tensor(), at::Tensor()};
-  }
-};
-
-// Identity on the block's input; its backward runs once every node of the block that leads to
-// the input has run: release.
-struct ReleaseAfterBackward : torch::autograd::Function<ReleaseAfterBackward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t engine,
-                            int64_t block) {
-    ctx->saved_data["engine"] = engine;
-    ctx->saved_data["block"] = block;
-    return x;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    EngineOf(ctx)->AfterBlockBackward(static_cast<size_t>(ctx->saved_data["block"].toInt()));
-    return {grads[0], at::Tensor(), at::Tensor()};
-  }
-};
-
-}  // namespace
 
 Zero3Engine::Zero3Engine(Zero3Options options) : options_(options) {
   if (options_.reduce_bucket_size < 1) {
@@ -62,42 +23,31 @@ void Zero3Engine::Partition(RunContext& ctx) {
   comm_ = ctx.comm;
   params_ = ctx.model->parameters();
   layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
-  // Which group each parameter belongs to: its block, or group `blocks_` (outside the blocks).
-  const auto& blocks = ctx.model->blocks();
-  blocks_ = blocks.size();
-  std::unordered_map<const c10::TensorImpl*, size_t> group_of;
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    block_index_[blocks[b].get()] = b;
-    for (const at::Tensor& p : blocks[b]->parameters()) group_of[p.unsafeGetTensorImpl()] = b;
-  }
-  std::vector<std::vector<size_t>> groups(blocks_ + 1);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const auto found = group_of.find(params_[i].unsafeGetTensorImpl());
-    groups[found == group_of.end() ? blocks_ : found->second].push_back(i);
-  }
+  groups_ = GroupByBlock(*ctx.model, params_);
+  blocks_ = groups_.blocks;
   at::Tensor owned = options_.offload_param
                          ? ctx.host_pool->Zeros({layout_.partition}, at::kFloat)
                          : at::zeros({layout_.partition}, params_.front().options());
-  units_ = std::make_unique<ParamUnits>(params_, groups, options_.param_persistence_threshold,
-                                        layout_, owned);
-  owned_grad_ = at::zeros({layout_.partition}, params_.front().options());
+  units_ = std::make_unique<ParamUnits>(params_, groups_.groups,
+                                        options_.param_persistence_threshold, layout_, owned);
+  grads_ = GradientGroups(params_, groups_.groups, layout_);
 }
 
 void Zero3Engine::OnStageBegin(Stage stage, RunContext&) {
   if (stage == Stage::kForward) units_->Gather(Comm(), units_->PartitionedUnit(blocks_));
   if (stage == Stage::kBackward) {
-    flat_grad_ = at::zeros({layout_.Padded()}, params_.front().options());
-    AttachGradients(params_, flat_grad_, layout_);
+    // The gradient partition lives from a step's first backward to the end of its update.
+    if (!owned_grad_.defined()) {
+      owned_grad_ = at::zeros({layout_.partition}, params_.front().options());
+    }
+    grads_.BeginBackward();
   }
 }
 
 void Zero3Engine::OnStageEnd(Stage stage, RunContext& ctx) {
   if (stage == Stage::kModel) Partition(ctx);
   if (stage == Stage::kBackward) {
-    torch::NoGradGuard no_grad;
-    ReduceScatterInBuckets(Comm(), flat_grad_, owned_grad_, layout_, options_.reduce_bucket_size);
-    DetachGradients(params_);
-    flat_grad_ = at::Tensor();
+    grads_.ReduceRemaining(params_, Comm(), owned_grad_, options_.reduce_bucket_size);
     units_->Release(units_->PartitionedUnit(blocks_));
     for (size_t b = 0; b < blocks_; ++b) units_->Release(units_->PartitionedUnit(b));
   }
@@ -113,9 +63,13 @@ void Zero3Engine::GatherBlock(size_t block, int direction) {
   }
 }
 
-void Zero3Engine::BeforeBlockBackward(size_t block) { GatherBlock(block, -1); }
+void Zero3Engine::BlockBackwardBegins(size_t block) {
+  GatherBlock(block, -1);
+  grads_.Attach(params_, block);
+}
 
-void Zero3Engine::AfterBlockBackward(size_t block) {
+void Zero3Engine::BlockBackwardEnds(size_t block) {
+  grads_.Reduce(params_, block, Comm(), owned_grad_, options_.reduce_bucket_size);
   units_->Release(units_->PartitionedUnit(block));
 }
 
@@ -123,15 +77,11 @@ model::BlockRunner Zero3Engine::WrapBlockRunner(model::BlockRunner inner) {
   return [this, inner](model::DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
                        const at::Tensor& sin, const model::AttentionInputs& inputs,
                        const model::AttentionFn& attention) {
-    const size_t index = block_index_.at(&block);
-    const auto engine = reinterpret_cast<int64_t>(this);
+    const size_t index = groups_.block_index.at(&block);
     GatherBlock(index, +1);
-    const bool track = x.requires_grad();
-    const at::Tensor input =
-        track ? ReleaseAfterBackward::apply(x, engine, static_cast<int64_t>(index)) : x;
-    at::Tensor out = inner(block, input, cos, sin, inputs, attention);
+    at::Tensor out = inner(block, MarkBlockInput(x, this, index), cos, sin, inputs, attention);
     units_->Release(units_->PartitionedUnit(index));
-    return track ? GatherBeforeBackward::apply(out, engine, static_cast<int64_t>(index)) : out;
+    return MarkBlockOutput(out, this, index);
   };
 }
 
@@ -162,7 +112,7 @@ double Zero3Engine::OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec
     FlatAdamWStep(owned, owned_grad_, exp_avg_, exp_avg_sq_, spec);
   }
   units_->RefreshPersistent(Comm());
-  owned_grad_.zero_();
+  owned_grad_ = at::Tensor();
   return norm;
 }
 

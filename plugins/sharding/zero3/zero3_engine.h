@@ -3,9 +3,9 @@
 // block runs forward, frees them after it, gathers them again just before the block's backward
 // (autograd nodes around the block) and frees them once the backward has passed the block. The
 // parameters outside the blocks (embedding, final norm, LM head) are gathered for the whole
-// forward/backward of a micro-batch. Gradients follow ZeRO-2's path (full-size buffer during a
-// backward, reduce-scattered into the owner's partition at its end); the optimizer updates the
-// owned partition in place, and the next forward gathers the new values.
+// forward/backward of a micro-batch. Gradients follow ZeRO-2's path (each block's reduced to the
+// owners when its backward ends, common/gradient_groups.h); the optimizer updates the owned
+// partition in place, and the next forward gathers the new values.
 //
 // prefetch_bucket_size > 0 gathers the next block (in forward; the previous one in backward)
 // together with the current one when it has at most that many elements. The collectives block,
@@ -19,6 +19,9 @@
 #include <memory>
 #include <unordered_map>
 
+#include "../common/block_backward_hooks.h"
+#include "../common/block_groups.h"
+#include "../common/gradient_groups.h"
 #include "../common/solo_communicator.h"
 #include "param_units.h"
 #include "memsweep/strategy.h"
@@ -33,7 +36,7 @@ struct Zero3Options {
   bool offload_param = false;
 };
 
-class Zero3Engine {
+class Zero3Engine final : public BlockBackwardListener {
  public:
   explicit Zero3Engine(Zero3Options options);
 
@@ -44,8 +47,8 @@ class Zero3Engine {
   model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
 
   // Called by the autograd nodes around block `block` during backward.
-  void BeforeBlockBackward(size_t block);
-  void AfterBlockBackward(size_t block);
+  void BlockBackwardBegins(size_t block) override;
+  void BlockBackwardEnds(size_t block) override;
 
  private:
   Communicator& Comm() { return comm_ != nullptr ? *comm_ : solo_; }
@@ -58,9 +61,10 @@ class Zero3Engine {
   std::vector<at::Tensor> params_;
   FlatPartition layout_;
   std::unique_ptr<ParamUnits> units_;
-  std::unordered_map<const model::DecoderBlockImpl*, size_t> block_index_;
+  BlockGroups groups_;
   size_t blocks_ = 0;  // groups 0..blocks_-1 are the blocks, group blocks_ the rest
-  at::Tensor flat_grad_, owned_grad_;
+  GradientGroups grads_;
+  at::Tensor owned_grad_;
   at::Tensor exp_avg_, exp_avg_sq_, master_, host_grad_;
 };
 

@@ -4,11 +4,13 @@
 // run_ranks, and a rank that dies fails its cell with every rank's message, not the sweep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/results/results_db.h"
@@ -117,6 +119,9 @@ TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
 // Per-rank model state (params + grads + optimizer bytes at the optimizer step) against the ZeRO
 // paper's formulas adapted to fp32 (docs/metrics.md): ddp 16Ψ, zero1 8Ψ + 8Ψ/N,
 // zero2 4Ψ + 12Ψ/N, zero3 16Ψ/N; within 2% (the flat buffer pads Ψ to a multiple of N).
+// The peaks must fall stage by stage too (two steps, so that the second step's forward already
+// holds the optimizer state): ZeRO-2 and ZeRO-3 reduce gradients block by block during backward
+// and never hold all 4Ψ of them.
 TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
   const fs::path dir = FreshTempDir("dp_formulas");
   const fs::path file = WriteExperiment(dir, "formulas", R"toml(
@@ -126,16 +131,19 @@ TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
 )toml");
   const fs::path db = dir / "results.db";
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string() +
-                               " --set experiment.steps=1 --set experiment.warmup_steps=0");
+                               " --set experiment.steps=2 --set experiment.warmup_steps=0");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
   const results::QueryResult rows = read.Query(
       "SELECT json_extract(r.params_json, '$.\"strategies.sharding.plugin\"'), "
       "json_extract(r.params_json, '$.\"device.world_size\"'), m.parameters, "
-      "k.params_bytes + k.grads_bytes + k.optimizer_bytes "
+      "k.params_bytes + k.grads_bytes + k.optimizer_bytes, k.peak_allocated_bytes "
       "FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id");
   ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4) << out.output;
+  std::map<std::pair<int, std::string>, int64_t> peak;  // highest over the ranks
   for (const auto& row : rows.rows) {
+    auto& highest = peak[{std::stoi(*row[1]), *row[0]}];
+    highest = std::max<int64_t>(highest, std::stoll(*row[4]));
     const std::string plugin = *row[0];
     const double n = std::stod(*row[1]);
     const double psi = std::stod(*row[2]);
@@ -144,6 +152,12 @@ TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
                             : plugin == "zero2" ? 4 * psi + 12 * psi / n
                                                 : 16 * psi / n;
     EXPECT_NEAR(std::stod(*row[3]), expected, 0.02 * expected) << plugin << " N=" << n;
+  }
+  for (int n : {2, 4}) {
+    const auto at = [&](const char* plugin) { return peak[std::make_pair(n, std::string(plugin))]; };
+    EXPECT_LE(at("zero1"), at("ddp")) << "N=" << n;
+    EXPECT_LT(at("zero2"), at("zero1")) << "N=" << n;
+    EXPECT_LT(at("zero3"), at("zero2")) << "N=" << n;
   }
 }
 
