@@ -28,10 +28,10 @@ using testing_support::SourcePath;
 // Global batch of 4 rows per step: one process with 2 micro-batches of 2 rows, or 2 ranks with
 // one micro-batch of 2 rows each.
 fs::path WriteExperiment(const fs::path& dir, const std::string& name, const std::string& matrix,
-                         const std::string& device = "") {
+                         const std::string& device = "", const std::string& experiment = "") {
   const fs::path file = dir / (name + ".toml");
   std::ofstream(file) << "[experiment]\nname = \"" << name << "\"\nsteps = 4\nwarmup_steps = 1\n"
-                      << "seed = 7\n[model]\npreset = \"tiny\"\n"
+                      << "seed = 7\n" << experiment << "[model]\npreset = \"tiny\"\n"
                       << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
                       << "\"\n[optimizer]\nlr = 3e-3\nlr_warmup_steps = 1\n"
                       << "[device]\nthreads = 1\nworld_size = 2\n" << device
@@ -75,7 +75,7 @@ TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
 [[matrix.include]]
 "strategies.sharding" = {plugin = "zero3", offload_optimizer = "cpu"}
 "strategies.checkpointing.plugin" = "full"
-)toml");
+)toml", "", "reference = \"device.world_size=1\"\n");
   const fs::path db = dir / "results.db";
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
   ASSERT_EQ(out.exit_code, 0) << out.output;
@@ -93,8 +93,22 @@ TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
     }
   }
 
-  // Every rank of a two-rank cell has a row; ZeRO's ranks hold less optimizer state than ddp's.
+  // The loss-equivalence verification records it: every sharded cell passes against the
+  // single-process reference (device.world_size is not a training key; the global batch is the
+  // same, so every step trains on the same real tokens).
   results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult verdicts = read.Query(
+      "SELECT r.cell_index, v.verdict, v.expected, v.reason FROM verification v "
+      "JOIN runs r ON r.id = v.run_id ORDER BY r.cell_index");
+  ASSERT_EQ(verdicts.rows.size(), 10u);
+  EXPECT_EQ(*verdicts.rows[0][1], "reference");
+  for (size_t i = 1; i < verdicts.rows.size(); ++i) {
+    EXPECT_EQ(*verdicts.rows[i][1], "pass") << "cell " << *verdicts.rows[i][0] << ": "
+                                             << *verdicts.rows[i][3];
+    EXPECT_EQ(*verdicts.rows[i][2], "equivalent") << "cell " << *verdicts.rows[i][0];
+  }
+
+  // Every rank of a two-rank cell has a row; ZeRO's ranks hold less optimizer state than ddp's.
   const results::QueryResult ranks = read.Query(
       "SELECT r.cell_index, k.rank, k.optimizer_bytes, k.comm_bytes, k.host_pool_peak_bytes "
       "FROM run_ranks k JOIN runs r ON r.id = k.run_id ORDER BY r.cell_index, k.rank");
