@@ -15,10 +15,23 @@ std::string Trim(const std::string& text) {
 
 }  // namespace
 
+const nlohmann::json* FindParam(const nlohmann::json& params, const std::string& key) {
+  const auto exact = params.find(key);
+  if (exact != params.end()) return &*exact;
+  for (const auto& [name, value] : params.items()) {
+    if (!value.is_object() || key.size() <= name.size() + 1 || key.compare(0, name.size(), name) != 0 ||
+        key[name.size()] != '.') {
+      continue;
+    }
+    if (const nlohmann::json* inner = FindParam(value, key.substr(name.size() + 1))) return inner;
+  }
+  return nullptr;
+}
+
 bool CellSelector::Matches(const nlohmann::json& params) const {
   for (const auto& [key, value] : pairs) {
-    const auto it = params.find(key);
-    if (it == params.end() || !ParamValueMatches(*it, value)) return false;
+    const nlohmann::json* found = FindParam(params, key);
+    if (found == nullptr || !ParamValueMatches(*found, value)) return false;
   }
   return true;
 }

@@ -173,7 +173,7 @@ void ResolveReference(const toml::table& root, const std::string& source, Experi
   }
   for (const auto& [key, value] : selector.pairs) {
     bool known = false;
-    for (const Cell& cell : plan.cells) known = known || cell.params.contains(key);
+    for (const Cell& cell : plan.cells) known = known || FindParam(cell.params, key) != nullptr;
     if (known) continue;
     std::string keys;
     for (const std::string& varying : plan.varying_keys) keys += (keys.empty() ? "" : ", ") + varying;

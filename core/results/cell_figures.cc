@@ -79,7 +79,7 @@ size_t CellWithParams(const std::vector<CellFigures>& cells, const std::string& 
   }
   for (const auto& [key, value] : selector.pairs) {
     bool known = false;
-    for (const CellFigures& cell : cells) known = known || cell.params.contains(key);
+    for (const CellFigures& cell : cells) known = known || experiment::FindParam(cell.params, key) != nullptr;
     if (!known) throw std::invalid_argument("baseline: no cell has a parameter '" + key + "'");
   }
   std::vector<size_t> matches;

@@ -132,5 +132,18 @@ TEST(CellSelectorTest, MatchesTextAndNumbers) {
   EXPECT_FALSE(ParamValueMatches(8, "8x"));
 }
 
+// A matrix that varies whole tables (a plugin with its options) is named by a field inside them.
+TEST(CellSelectorTest, ReachesIntoTableValuedParameters) {
+  const nlohmann::json zero3 = {{"s.sharding", {{"plugin", "zero3"}, {"offload", "cpu"}}}, {"n", 2}};
+  EXPECT_TRUE(ParseCellSelector("s.sharding.plugin=zero3").Matches(zero3));
+  EXPECT_TRUE(ParseCellSelector("s.sharding.plugin=zero3,s.sharding.offload=cpu,n=2").Matches(zero3));
+  EXPECT_FALSE(ParseCellSelector("s.sharding.plugin=ddp").Matches(zero3));
+  EXPECT_FALSE(ParseCellSelector("s.sharding.missing=x").Matches(zero3));
+  EXPECT_FALSE(ParseCellSelector("s.shard.plugin=zero3").Matches(zero3)) << "a prefix ends at a dot";
+  ASSERT_NE(FindParam(zero3, "s.sharding"), nullptr);
+  EXPECT_TRUE(FindParam(zero3, "s.sharding")->is_object());
+  EXPECT_EQ(FindParam(zero3, "n.x"), nullptr) << "a number has no fields";
+}
+
 }  // namespace
 }  // namespace memsweep::experiment
