@@ -24,7 +24,8 @@ struct RankEnv {
   // --master_port): torchrun's agent serves the TCPStore at MASTER_ADDR:MASTER_PORT, so every
   // rank, rank 0 included, connects to it as a client. Otherwise rank 0 serves it.
   bool agent_store = false;
-  // TORCHELASTIC_RESTART_COUNT: torchrun's attempt; each attempt's keys are kept apart in the store.
+  // TORCHELASTIC_RESTART_COUNT: torchrun's attempt; each attempt's keys are kept apart in the
+  // agent's store.
   int restart_count = 0;
   // Where rank and world size came from ("RANK"/"WORLD_SIZE", or "SLURM_PROCID"/"SLURM_NTASKS"
   // under srun), for messages.
@@ -33,8 +34,9 @@ struct RankEnv {
 };
 
 // Reads the variables; nullopt when RANK is unset. Throws config::ConfigError naming the variable
-// when one is missing or malformed, or when the rank is not below the world size. Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID stand in
-// for RANK/WORLD_SIZE/LOCAL_RANK when those are unset and MASTER_ADDR is set.
+// when one is missing or malformed, or when the rank is not below the world size. Slurm's
+// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID stand in for RANK/WORLD_SIZE/LOCAL_RANK when those are
+// unset and MASTER_ADDR is set.
 std::optional<RankEnv> RankEnvFromEnvironment();
 
 // The variables for rank `rank` of `world_size` on this machine.
