@@ -1,6 +1,8 @@
 #include "core/cli/plan_command.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "core/config/config_error.h"
+#include "core/experiment/cell.h"
 #include "core/experiment/experiment_plan.h"
 
 namespace memsweep::cli {
@@ -58,9 +61,34 @@ std::string FormatPlan(const experiment::ExperimentPlan& plan) {
   return out.str();
 }
 
+// Every cell as DIR/cell<index>-<hash>.toml (the stem of the per-cell result files); returns
+// the lines that list them.
+std::string WriteCellFiles(const experiment::ExperimentPlan& plan, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw config::ConfigError(dir + ": cannot create the directory: " + error.message());
+  std::ostringstream listing;
+  listing << "\ncell files (run one with: memsweep worker --cell FILE --source " << plan.source
+          << " --result out.json)\n";
+  for (const experiment::Cell& cell : plan.cells) {
+    const fs::path path =
+        fs::path(dir) / ("cell" + std::to_string(cell.index) + "-" + cell.hash + ".toml");
+    std::ofstream out(path);
+    out << experiment::CellToToml(cell);
+    out.close();
+    if (!out) throw config::ConfigError(path.string() + ": cannot write the cell file");
+    listing << std::right << std::setw(5) << cell.index << "  " << path.string() << "\n";
+  }
+  return listing.str();
+}
+
 int Plan(const PlanOptions& options) {
   try {
-    std::cout << FormatPlan(experiment::LoadExperimentPlan(options.file, options.overrides));
+    const experiment::ExperimentPlan plan =
+        experiment::LoadExperimentPlan(options.file, options.overrides);
+    std::cout << FormatPlan(plan);
+    if (!options.cells_dir.empty()) std::cout << WriteCellFiles(plan, options.cells_dir);
     return 0;
   } catch (const config::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
@@ -75,6 +103,8 @@ void AddPlanCommand(CLI::App& app, PlanOptions& options, int& exit_code) {
       app.add_subcommand("plan", "List the cells of an experiment's matrix (validated, not run)");
   plan->add_option("file", options.file, "Experiment TOML file")->required();
   plan->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
+  plan->add_option("--write-cells", options.cells_dir,
+                   "Also write each cell as DIR/cell<index>-<hash>.toml, for memsweep worker");
   plan->callback([&options, &exit_code] { exit_code = Plan(options); });
 }
 

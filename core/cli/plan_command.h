@@ -1,7 +1,10 @@
 // `memsweep plan FILE`: expands an experiment file's [matrix] and repeats into cells, validates
 // every cell and lists them (index, repeat, seed, hash, parameters) without running anything.
+// With --write-cells DIR it also writes each cell as DIR/cell<index>-<hash>.toml: the file
+// `memsweep worker --cell` runs, e.g. as a rank under torchrun or srun (docs/distributed.md).
 //
 //   memsweep plan experiments/quickstart.toml --set data.seq_len=128
+//   memsweep plan experiments/x.toml --write-cells cells/
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +16,7 @@ namespace memsweep::cli {
 struct PlanOptions {
   std::string file;
   std::vector<std::string> overrides;  // --set section.key=value
+  std::string cells_dir;               // --write-cells DIR; "" writes nothing
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

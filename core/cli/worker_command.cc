@@ -135,9 +135,10 @@ int Run(const WorkerOptions& options) {
     rank_env = dist::RankEnvFromEnvironment();
     if (rank_env && rank_env->world_size != cfg.device.world_size) {
       throw config::ConfigError(options.cell_path + ": [device] world_size = " +
-                                std::to_string(cfg.device.world_size) + " but WORLD_SIZE=" +
+                                std::to_string(cfg.device.world_size) + " but " +
+                                rank_env->world_size_variable + "=" +
                                 std::to_string(rank_env->world_size) +
-                                " in the environment; make them agree");
+                                " in the environment; start as many ranks as the cell has");
     }
   } catch (const config::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
@@ -150,8 +151,9 @@ int Run(const WorkerOptions& options) {
 }  // namespace
 
 void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("worker", "Run one experiment cell (used by the sweep runner)");
-  cmd->group("");  // hidden from --help: an internal command
+  CLI::App* cmd = app.add_subcommand(
+      "worker", "Run one cell file (from plan --write-cells): the sweep's worker, or one rank "
+                "under torchrun/srun");
   cmd->add_option("--cell", options.cell_path, "The cell's resolved TOML")->required();
   cmd->add_option("--source", options.source, "The experiment file it came from")->required();
   cmd->add_option("--result", options.result_path, "Where to write the result JSON")->required();

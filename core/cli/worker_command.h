@@ -1,5 +1,6 @@
 // `memsweep worker`: runs ONE experiment cell and writes its result JSON. The sweep runner
-// starts it in a child process for every cell; it is not meant to be typed by users.
+// starts it in a child process for every cell; users start it themselves as the ranks of a
+// torchrun or srun job, on a cell file from `memsweep plan --write-cells` (docs/distributed.md).
 //
 //   memsweep worker --cell cell.toml --source experiments/x.toml --result out.json [--summary s.txt]
 //

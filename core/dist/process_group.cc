@@ -94,12 +94,24 @@ ProcessGroup::ProcessGroup(const RankEnv& env, double timeout_seconds)
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env.master_port);
-  options.isServer = env.rank == 0;
-  options.numWorkers = static_cast<size_t>(env.world_size);
-  options.waitWorkers = true;
   options.timeout = timeout;
+  if (env.agent_store) {
+    // torchrun's agent serves the store; every rank is a client and nobody waits for a count.
+    options.isServer = false;
+    options.waitWorkers = false;
+  } else {
+    options.isServer = env.rank == 0;
+    options.numWorkers = static_cast<size_t>(env.world_size);
+    options.waitWorkers = true;
+  }
   auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
-  impl_->store = tcp;
+  // A store that outlives one attempt (torchrun's, across restarts) must not show this attempt
+  // the keys of the last one.
+  c10::intrusive_ptr<c10d::Store> attempt_store =
+      env.agent_store ? c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
+                            "memsweep/attempt_" + std::to_string(env.restart_count), tcp))
+                      : c10::intrusive_ptr<c10d::Store>(tcp);
+  impl_->store = attempt_store;
   auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
   // Bind where rank 0 is reachable from: loopback for a one-machine run, else this host.
   gloo_options->devices.push_back(
@@ -107,7 +119,7 @@ ProcessGroup::ProcessGroup(const RankEnv& env, double timeout_seconds)
           ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
           : c10d::ProcessGroupGloo::createDefaultDevice());
   gloo_options->threads = 1;
-  auto group_store = c10::make_intrusive<c10d::PrefixStore>("gloo", tcp);
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>("gloo", attempt_store);
   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, env.rank,
                                                            env.world_size, gloo_options);
   impl_->comm = std::make_unique<GlooCommunicator>(group, env.rank, env.world_size);

@@ -1,7 +1,8 @@
 // ProcessGroup: this rank's connection to the others: a c10d TCPStore (rank 0 serves it at
-// MASTER_ADDR:MASTER_PORT) and a c10d Gloo process group on top, exposed to strategies as the
-// SDK's Communicator (memsweep/collectives.h) with every collective timed and its payload
-// counted. The store also carries small messages between ranks (each rank's result JSON).
+// MASTER_ADDR:MASTER_PORT, or torchrun's agent does: RankEnv::agent_store) and a c10d Gloo
+// process group on top, exposed to strategies as the SDK's Communicator (memsweep/collectives.h)
+// with every collective timed and its payload counted. The store also carries small messages
+// between ranks (each rank's result JSON).
 //
 // Every collective and store wait gives up after `timeout_seconds`, so a rank that died or hangs
 // turns into an error on the others instead of a hang.

@@ -3,7 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include "core/experiment/cell.h"
 
 #include "support/cli_runner.h"
 #include "support/run_configs.h"
@@ -46,6 +49,32 @@ TEST(PlanCommandTest, SetAndRepeatsChangeThePlan) {
   EXPECT_NE(out.output.find("\n    3       1  1235  "), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("device.memory_budget=1GiB strategies.batching.micro_batch_size=8"), std::string::npos)
       << out.output;
+}
+
+TEST(PlanCommandTest, WriteCellsWritesEveryCellAsAFileTheWorkerReads) {
+  const fs::path dir = FreshTempDir("plan_cells") / "cells";
+  const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml") +
+                                  " --write-cells " + dir.string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("cell files (run one with: memsweep worker --cell FILE --source " +
+                            SourcePath("experiments/quickstart.toml") + " --result out.json)\n"),
+            std::string::npos)
+      << out.output;
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    ++files;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto cell = memsweep::experiment::CellFromToml(text.str(), entry.path().string());
+    EXPECT_EQ(entry.path().filename().string(),
+              "cell" + std::to_string(cell.index) + "-" + cell.hash + ".toml");
+    EXPECT_NE(out.output.find("    " + std::to_string(cell.index) + "  " + entry.path().string() +
+                              "\n"),
+              std::string::npos)
+        << out.output;
+  }
+  EXPECT_EQ(files, 4);
 }
 
 TEST(PlanCommandTest, BadMatrixExitsTwoWithItsPosition) {
