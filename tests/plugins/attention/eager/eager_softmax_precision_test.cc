@@ -42,7 +42,7 @@ int64_t SavedBytes(c10::ScalarType dtype) {
 TEST(EagerAttentionTest, Bf16InputsKeepOnlyBf16Probabilities) {
   const int64_t scores = 1 * 2 * 64 * 64;
   const int64_t fp32 = SavedBytes(at::kFloat), bf16 = SavedBytes(at::kBFloat16);
-  // fp32 keeps 4 B per score (the probabilities), bf16 2 B; both keep the same bool mask.
+  // fp32 keeps 4 B per score (the probabilities), bf16 2 B; the rest is the same in both.
   EXPECT_EQ(fp32 - bf16, 2 * scores) << "fp32 " << fp32 << " bf16 " << bf16;
 }
 
