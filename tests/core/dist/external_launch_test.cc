@@ -231,10 +231,15 @@ class ExternalLaunch : public ::testing::Test {
       EXPECT_EQ(row["steps_completed"], 3) << row.dump();
       EXPECT_GT(row["comm_bytes"].get<int64_t>(), 0) << "rank " << r << " sent nothing";
       // Byte counts follow from the cell alone; timings and RSS do not.
-      for (const char* key : {"params_bytes", "grads_bytes", "optimizer_bytes",
-                              "peak_allocated_bytes", "comm_bytes", "comm_calls"}) {
+      for (const char* key : {"params_bytes", "grads_bytes", "optimizer_bytes", "comm_bytes",
+                              "comm_calls"}) {
         EXPECT_EQ(row[key], expected[key]) << "rank " << r << " " << key;
       }
+      // The peak may catch a scalar or two more or less in flight when the machine is busy
+      // (seen: 8 bytes under a parallel ctest run); anything beyond 4 KiB is a real difference.
+      EXPECT_NEAR(row["peak_allocated_bytes"].get<double>(),
+                  expected["peak_allocated_bytes"].get<double>(), 4096.0)
+          << "rank " << r << " peak_allocated_bytes";
     }
     const nlohmann::json& steps = result["steps"];
     const nlohmann::json& reference_steps = reference["steps"];
