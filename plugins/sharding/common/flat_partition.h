@@ -12,9 +12,26 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace memsweep::sharding {
+
+// The ZeRO plugins keep parameters, gradients and AdamW state as fp32 flat buffers and own the
+// update; bf16 parameters (precision/bf16, whose fp32 master copies would be bypassed) are
+// refused with what to use instead, rather than trained wrongly.
+inline void RequireFp32Parameters(const std::vector<at::Tensor>& params, const char* plugin) {
+  for (const at::Tensor& p : params) {
+    if (p.scalar_type() != at::kFloat) {
+      throw std::invalid_argument(
+          std::string(plugin) + " needs fp32 parameters, found " +
+          std::string(c10::toString(p.scalar_type())) +
+          " (precision/bf16 keeps bf16 parameters with fp32 masters, which this sharding "
+          "plugin does not shard yet); use precision \"fp32\" or \"bf16-autocast\" with it");
+    }
+  }
+}
 
 struct FlatPartition {
   FlatPartition() = default;

@@ -135,6 +135,7 @@ class ZeroEngine final : public BlockBackwardListener {
   void Partition(RunContext& ctx) {
     comm_ = ctx.comm;
     params_ = ctx.model->parameters();
+    RequireFp32Parameters(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
     layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
     flat_params_ = FlattenParameters(params_, layout_);
     if (options_.stage == 2) {

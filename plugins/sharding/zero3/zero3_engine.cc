@@ -22,6 +22,7 @@ Zero3Engine::Zero3Engine(Zero3Options options) : options_(options) {
 void Zero3Engine::Partition(RunContext& ctx) {
   comm_ = ctx.comm;
   params_ = ctx.model->parameters();
+  RequireFp32Parameters(params_, "sharding/zero3");
   layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
   groups_ = GroupByBlock(*ctx.model, params_);
   blocks_ = groups_.blocks;

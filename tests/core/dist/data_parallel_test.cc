@@ -205,5 +205,40 @@ paths = [")toml") + MEMSWEEP_FIXTURE_DIR + R"toml(/chaos"]
   EXPECT_EQ(*rows.rows[2][1], "ok") << (rows.rows[2][2] ? *rows.rows[2][2] : "");
 }
 
+// bf16 parameters (precision/bf16) are refused by every sharding plugin that would train them
+// wrongly or cannot reduce them on Gloo — the cell fails with what to use instead, the sweep goes
+// on — and the suggested bf16-autocast (fp32 parameters, bf16 matmuls) runs under ZeRO-2.
+TEST(DataParallel, Bf16ParametersAreRefusedWithWhatToUseInstead) {
+  const fs::path dir = FreshTempDir("dp_bf16");
+  const fs::path file = WriteExperiment(dir, "bf16", R"toml(
+[strategies.precision]
+plugin = "bf16"
+[matrix]
+"strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
+[[matrix.include]]
+"strategies.sharding.plugin" = "zero2"
+"strategies.precision.plugin" = "bf16-autocast"
+)toml");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string() +
+                               " --set experiment.steps=2");
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows =
+      read.Query("SELECT cell_index, status, error FROM runs ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 4u) << out.output;
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string cell = "cell " + std::to_string(i);
+    if (i == 2) {  // zero2, extended by the include to bf16-autocast
+      EXPECT_EQ(*rows.rows[i][1], "ok") << cell << ": " << (rows.rows[i][2] ? *rows.rows[i][2] : "");
+      continue;
+    }
+    EXPECT_EQ(*rows.rows[i][1], "failed") << cell;
+    ASSERT_TRUE(rows.rows[i][2].has_value()) << cell;
+    EXPECT_NE(rows.rows[i][2]->find("needs fp32 parameters, found BFloat16"), std::string::npos)
+        << cell << ": " << *rows.rows[i][2];
+    EXPECT_NE(rows.rows[i][2]->find("bf16-autocast"), std::string::npos) << *rows.rows[i][2];
+  }
+}
+
 }  // namespace
 }  // namespace memsweep::dist
