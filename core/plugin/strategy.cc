@@ -17,7 +17,38 @@ std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(
     const std::vector<at::Tensor>& model_parameters) {
   return model_parameters;
 }
+namespace {
+bool AreTheParameters(const std::vector<at::Tensor>& tensors,
+                      const std::vector<at::Tensor>& parameters) {
+  if (tensors.size() != parameters.size()) return false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].is_same(parameters[i])) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::vector<at::Tensor> PrecisionStrategy::HandOverOptimizerParameters(
+    const std::vector<at::Tensor>& model_parameters) {
+  std::vector<at::Tensor> updated = OptimizerParameters(model_parameters);
+  if (!AreTheParameters(updated, model_parameters)) {
+    throw std::logic_error(
+        "this precision strategy updates other tensors than the parameters (master copies) but "
+        "does not implement HandOverOptimizerParameters, which a sharding strategy that owns the "
+        "optimizer step needs");
+  }
+  return updated;
+}
 bool ShardingStrategy::OwnsOptimizerStep() const { return false; }
+void ShardingStrategy::AdoptOptimizerParameters(RunContext& context,
+                                                std::vector<at::Tensor> updated) {
+  if (context.model == nullptr || !AreTheParameters(updated, context.model->parameters())) {
+    throw std::logic_error(
+        "this sharding strategy owns the optimizer step but does not take the precision "
+        "strategy's master copies (AdoptOptimizerParameters); use a precision that updates the "
+        "parameters themselves (\"fp32\", \"bf16-autocast\")");
+  }
+}
 double ShardingStrategy::OptimizerStep(RunContext&, const OptimizerStepSpec&) {
   throw std::logic_error("this sharding strategy does not own the optimizer step");
 }

@@ -209,8 +209,17 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   state.sharding = sharding;
   const bool sharded_step = CallPlugin(*sharding_plugin, "optimizer",
                                        [&] { return sharding->OwnsOptimizerStep(); });
-  if (!sharded_step) {
-    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
+  auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
+  if (sharded_step) {
+    // The precision slot's master copies (if any) move to the sharding slot, which keeps its
+    // partition of them; the full copies are freed when this scope ends.
+    std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
+      return precision->HandOverOptimizerParameters(state.model->parameters());
+    });
+    CallPlugin(*sharding_plugin, "optimizer", [&] {
+      sharding->AdoptOptimizerParameters(context, std::move(updated));
+    });
+  } else {
     std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
       return precision->OptimizerParameters(state.model->parameters());
     });

@@ -3,9 +3,11 @@
 // device.world_size > 1, and is null in a single-process run.
 //
 // The host times every call and counts its payload bytes (figures comm_seconds, comm_bytes,
-// comm_calls; docs/metrics.md). Gloo in LibTorch 1.13 has no reduce-scatter, no AVG and no
-// bf16: strategies build reduce-scatter from AllToAll + a local sum (or one ReduceSum per owner)
-// and average by dividing.
+// comm_calls; docs/metrics.md). Gloo in LibTorch 1.13 has no reduce-scatter and no AVG:
+// strategies build reduce-scatter from AllToAll + a local sum (or one ReduceSum per owner) and
+// average by dividing. Nor does Gloo take bf16; the host's communicator does (bf16 tensors travel
+// as fp16 views of their bits, and the sums add in fp32 on the receiving rank, in rank order,
+// rounding once to bf16), so strategies pass bf16 gradients and parameters as they are.
 //
 //   at::Tensor g = ...;           // fp32, contiguous
 //   ctx.comm->AllReduceSum(g);    // every rank now holds the sum
@@ -22,7 +24,8 @@ class Communicator {
   virtual ~Communicator();
   virtual int Rank() const = 0;
   virtual int WorldSize() const = 0;
-  // In place: every rank ends with the element-wise sum over ranks. Contiguous fp32/fp64/int64.
+  // In place: every rank ends with the element-wise sum over ranks. Contiguous
+  // fp32/fp64/int64/bf16 (bf16: summed in fp32, every rank ends with the same values).
   virtual void AllReduceSum(at::Tensor& tensor) = 0;
   // In place: every rank ends with root's tensor (contiguous, same shape everywhere).
   virtual void Broadcast(at::Tensor& tensor, int root) = 0;
@@ -33,7 +36,7 @@ class Communicator {
   virtual void Barrier() = 0;
   // In place: root's tensor ends as the element-wise sum over ranks; on the other ranks the
   // tensor's contents are unspecified afterwards (it may serve as scratch). Contiguous
-  // fp32/fp64/int64. Appended after Barrier so that the interface stays compatible.
+  // fp32/fp64/int64/bf16. Appended after Barrier so that the interface stays compatible.
   virtual void ReduceSum(at::Tensor& tensor, int root) = 0;
 };
 

@@ -12,7 +12,8 @@
 //   attention      AttentionStrategy      the attention core (AttentionFn)
 //   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
 //   sharding       ShardingStrategy       partitioning across ranks: may own the optimizer step
-//                                         (OwnsOptimizerStep / OptimizerStep) and report the
+//                                         (OwnsOptimizerStep / OptimizerStep, taking over the
+//                                         precision slot's master copies) and report the
 //                                         model state it holds (AddModelState), wrap the
 //                                         checkpointing slot's BlockRunner (WrapBlockRunner)
 //   callbacks      CallbackStrategy       stage hooks only; zero or more per run
@@ -125,6 +126,17 @@ class PrecisionStrategy : public Strategy {
   // gradients as gradients (docs/metrics.md).
   virtual std::vector<at::Tensor> OptimizerParameters(
       const std::vector<at::Tensor>& model_parameters);
+
+  // Appended after OptimizerParameters (append-only). When the sharding slot owns the optimizer
+  // step, the host asks this instead of OptimizerParameters, once, in the optimizer stage, and
+  // passes the result to ShardingStrategy::AdoptOptimizerParameters. The strategy gives the
+  // tensors up: the sharding strategy keeps (its partition of) them, updates them and writes the
+  // parameters, and this strategy's hooks must no longer move gradients onto them or copy them
+  // back. Default: OptimizerParameters(model_parameters) when those are the parameters
+  // themselves; a strategy that keeps other tensors (master copies) and does not override this
+  // is refused with a std::logic_error naming the method.
+  virtual std::vector<at::Tensor> HandOverOptimizerParameters(
+      const std::vector<at::Tensor>& model_parameters);
 };
 
 class AttentionStrategy : public Strategy {
@@ -168,6 +180,14 @@ class ShardingStrategy : public Strategy {
   // MakeBlockRunner): e.g. gather a block's partitioned parameters before it runs and again
   // before its backward (a recompute included), free them after. Default: `inner` unchanged.
   virtual model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
+  // Appended after WrapBlockRunner (append-only). Called once in the optimizer stage when
+  // OwnsOptimizerStep(), after the model stage, with what the precision slot handed over
+  // (PrecisionStrategy::HandOverOptimizerParameters): the model's parameters themselves, or one
+  // tensor per parameter, in the same order, that the update applies to instead (precision/bf16:
+  // fp32 master copies of bf16 parameters). A strategy that takes master copies keeps what it
+  // needs of them (its partition) and, after each update, writes the parameters from them.
+  // Default: accepts the parameters themselves and refuses anything else (std::logic_error).
+  virtual void AdoptOptimizerParameters(RunContext& context, std::vector<at::Tensor> updated);
 };
 class CallbackStrategy : public Strategy {};
 

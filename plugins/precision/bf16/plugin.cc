@@ -1,7 +1,8 @@
 // precision/bf16: bf16 parameters and gradients, fp32 master weights and AdamW state. The model's
 // parameters become bf16 at the end of the model stage, so the whole forward and backward pass
 // runs in bf16 (norm statistics, softmax and the loss stay fp32, see README.md); the optimizer
-// updates the fp32 masters, which are copied back into the parameters after every update.
+// updates the fp32 masters, which are copied back into the parameters after every update — or,
+// under a ZeRO sharding plugin, hands the masters over to it (it keeps their partitions).
 #include "master_weights.h"
 #include "memsweep/plugin.h"
 
@@ -19,6 +20,15 @@ class Bf16MasterWeights final : public memsweep::PrecisionStrategy {
   std::vector<at::Tensor> OptimizerParameters(
       const std::vector<at::Tensor>& model_parameters) override {
     return weights_.MastersFor(model_parameters);
+  }
+
+  // A sharding strategy that owns the update (ZeRO) keeps its partition of the masters and
+  // writes the parameters itself: from here on the hooks below have nothing to do.
+  std::vector<at::Tensor> HandOverOptimizerParameters(
+      const std::vector<at::Tensor>& model_parameters) override {
+    std::vector<at::Tensor> masters = weights_.MastersFor(model_parameters);
+    weights_ = MasterWeights();
+    return masters;
   }
 
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext&) override {

@@ -45,9 +45,10 @@ inline double PartitionedNorm(Communicator& comm, const at::Tensor& owned) {
   return std::sqrt(squares.item<double>());
 }
 
-// Scales the gradient so that its global norm is at most max_norm, as the host's ClipGradNorm.
-inline void ClipByNorm(at::Tensor& grad, double norm, double max_norm) {
-  if (max_norm > 0 && norm > max_norm) grad.mul_(max_norm / (norm + 1e-6));
+// The factor that brings a gradient's global norm to at most max_norm, as the host's
+// ClipGradNorm applies it (1 when no clipping is needed).
+inline double ClipScale(double norm, double max_norm) {
+  return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
 }  // namespace memsweep::sharding

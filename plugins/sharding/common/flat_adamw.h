@@ -18,9 +18,12 @@ namespace memsweep::sharding {
 
 constexpr int64_t kFlatAdamWChunk = int64_t{1} << 20;
 
-// p, grad, exp_avg, exp_avg_sq: 1-D, same length, updated in place.
-inline void FlatAdamWStep(at::Tensor& p, const at::Tensor& grad, at::Tensor& exp_avg,
-                          at::Tensor& exp_avg_sq, const OptimizerStepSpec& spec) {
+// p, exp_avg, exp_avg_sq: fp32, 1-D, same length, updated in place. grad: the same length, fp32
+// or bf16 (widened a chunk at a time), multiplied by grad_scale (clipping) before the update, as
+// the host clips its fp32 gradients in place before AdamW (an fp32 grad is left scaled).
+inline void FlatAdamWStep(at::Tensor& p, at::Tensor& grad, at::Tensor& exp_avg,
+                          at::Tensor& exp_avg_sq, const OptimizerStepSpec& spec,
+                          double grad_scale = 1.0) {
   torch::NoGradGuard no_grad;
   const double bias1 = 1.0 - std::pow(spec.beta1, static_cast<double>(spec.step));
   const double bias2 = 1.0 - std::pow(spec.beta2, static_cast<double>(spec.step));
@@ -28,7 +31,11 @@ inline void FlatAdamWStep(at::Tensor& p, const at::Tensor& grad, at::Tensor& exp
   for (int64_t begin = 0; begin < n; begin += kFlatAdamWChunk) {
     const int64_t length = std::min(kFlatAdamWChunk, n - begin);
     at::Tensor pc = p.narrow(0, begin, length);
-    const at::Tensor g = grad.narrow(0, begin, length);
+    // fp32 gradients are scaled in place, as the host clips them; a bf16 chunk is widened into
+    // a chunk-sized copy first.
+    at::Tensor g = grad.narrow(0, begin, length);
+    if (g.scalar_type() != at::kFloat) g = g.to(at::kFloat);
+    if (grad_scale != 1.0) g.mul_(grad_scale);
     at::Tensor m = exp_avg.narrow(0, begin, length);
     at::Tensor v = exp_avg_sq.narrow(0, begin, length);
     pc.mul_(1.0 - spec.lr * spec.weight_decay);

@@ -1,4 +1,5 @@
-// FlatPartition: the ZeRO plugins' view of the model as one flat fp32 vector of Ψ elements,
+// FlatPartition: the ZeRO plugins' view of the model as one flat vector of Ψ elements (fp32, or
+// bf16 with fp32 master partitions),
 // padded to N·P and split into N equal partitions of P elements; rank r owns [r·P, (r+1)·P).
 // Each parameter's storage becomes a view into one flat buffer (FlattenParameters), so that
 // partitions, buckets and gathers are plain contiguous slices.
@@ -18,17 +19,19 @@
 
 namespace memsweep::sharding {
 
-// The ZeRO plugins keep parameters, gradients and AdamW state as fp32 flat buffers and own the
-// update; bf16 parameters (precision/bf16, whose fp32 master copies would be bypassed) are
-// refused with what to use instead, rather than trained wrongly.
-inline void RequireFp32Parameters(const std::vector<at::Tensor>& params, const char* plugin) {
+// The ZeRO plugins keep the parameters (and gradients) in one flat buffer of the parameters'
+// dtype: fp32, or bf16 under precision/bf16, whose fp32 master copies the plugins then take over
+// as partitions (AdoptMasters). Anything else is refused with what to use instead.
+inline void RequireFlatDtype(const std::vector<at::Tensor>& params, const char* plugin) {
+  const at::ScalarType dtype = params.front().scalar_type();
   for (const at::Tensor& p : params) {
-    if (p.scalar_type() != at::kFloat) {
+    if ((p.scalar_type() != at::kFloat && p.scalar_type() != at::kBFloat16) ||
+        p.scalar_type() != dtype) {
       throw std::invalid_argument(
-          std::string(plugin) + " needs fp32 parameters, found " +
+          std::string(plugin) + " needs parameters all fp32 or all bf16, found " +
+          std::string(c10::toString(dtype)) + " and " +
           std::string(c10::toString(p.scalar_type())) +
-          " (precision/bf16 keeps bf16 parameters with fp32 masters, which this sharding "
-          "plugin does not shard yet); use precision \"fp32\" or \"bf16-autocast\" with it");
+          "; use precision \"fp32\", \"bf16\" or \"bf16-autocast\" with it");
     }
   }
 }
@@ -73,6 +76,50 @@ inline void AttachGradients(std::vector<at::Tensor>& params, const at::Tensor& f
   for (size_t i = 0; i < params.size(); ++i) {
     params[i].mutable_grad() =
         flat_grad.narrow(0, layout.offsets[i], params[i].numel()).view(params[i].sizes());
+  }
+}
+
+// Copies the part of `value` (a tensor of the flat vector, starting at element `flat_offset`)
+// that falls in this rank's partition into `owned` (P elements), converting its dtype.
+inline void CopyIntoPartition(const at::Tensor& value, int64_t flat_offset,
+                              const FlatPartition& layout, at::Tensor& owned) {
+  const int64_t begin = layout.Begin(layout.rank);
+  const int64_t lo = std::max(flat_offset, begin);
+  const int64_t hi = std::min(flat_offset + value.numel(), begin + layout.partition);
+  if (lo >= hi) return;
+  owned.narrow(0, lo - begin, hi - lo).copy_(value.reshape({-1}).narrow(0, lo - flat_offset, hi - lo));
+}
+
+// True when `updated` (what the precision slot handed over, ShardingStrategy::
+// AdoptOptimizerParameters) are the parameters themselves: no master copies to take over.
+inline bool AreTheParameters(const std::vector<at::Tensor>& updated,
+                             const std::vector<at::Tensor>& params) {
+  if (updated.size() != params.size()) return false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!updated[i].is_same(params[i])) return false;
+  }
+  return true;
+}
+
+// This rank's partition of the fp32 master copies the precision slot handed over (one per
+// parameter, same order), written into `master` (P fp32 elements, zero padding). The full copies
+// can be freed afterwards: only the partition is kept (the master weights' share of K·Ψ/N).
+inline void AdoptMasters(const std::vector<at::Tensor>& masters,
+                         const std::vector<at::Tensor>& params, const FlatPartition& layout,
+                         at::Tensor& master) {
+  torch::NoGradGuard no_grad;
+  if (masters.size() != params.size()) {
+    throw std::invalid_argument("the precision slot handed over " + std::to_string(masters.size()) +
+                                " tensors to update for " + std::to_string(params.size()) +
+                                " parameters");
+  }
+  master.zero_();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (masters[i].scalar_type() != at::kFloat || masters[i].numel() != params[i].numel()) {
+      throw std::invalid_argument("the precision slot's master copy of parameter " +
+                                  std::to_string(i) + " is not an fp32 tensor of its size");
+    }
+    CopyIntoPartition(masters[i], layout.offsets[i], layout, master);
   }
 }
 

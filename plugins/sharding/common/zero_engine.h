@@ -1,8 +1,15 @@
 // ZeroEngine: ZeRO stages 1 and 2 (Rajbhandari et al., 2020) over the SDK's Communicator.
 //
-// At the end of the model stage every parameter becomes a view into one flat fp32 buffer
-// (flat_partition.h); rank r owns partition r. Each rank keeps AdamW state for its partition
-// only, updates it and then receives every other partition from its owner.
+// At the end of the model stage every parameter becomes a view into one flat buffer of the
+// parameters' dtype (flat_partition.h); rank r owns partition r. Each rank keeps AdamW state for
+// its partition only, updates it and then receives every other partition from its owner.
+//
+// Mixed precision (precision/bf16): parameters and gradients are bf16 (2 bytes each), and the
+// rank takes over its partition of the precision plugin's fp32 master copies in the optimizer
+// stage; the update runs on the fp32 master partition (the bf16 gradient widened a chunk at a
+// time) and is rounded into the bf16 parameters. Model state per rank is then the ZeRO paper's
+// 2Ψ + 2Ψ + KΨ/N (stage 1) and 2Ψ + (2 + K)Ψ/N (stage 2) with K = 12 (master, exp_avg,
+// exp_avg_sq); with fp32 parameters 4Ψ + 4Ψ + 8Ψ/N and 4Ψ + 12Ψ/N.
 //
 //   stage 1  gradients stay full size (a persistent flat buffer that backward accumulates into),
 //            all-reduced in buckets before the step; the rank steps its own slice of them.
@@ -89,10 +96,20 @@ class ZeroEngine final : public BlockBackwardListener {
     grads_.Reduce(params_, block, Comm(), owned_grad_, options_.reduce_bucket_size);
   }
 
+  // With bf16 parameters (precision/bf16) the engine keeps this rank's partition of the fp32
+  // master copies; with fp32 parameters the partition of the parameters is its own master.
+  void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated) {
+    if (AreTheParameters(updated, params_)) return;
+    master_ = options_.offload_optimizer
+                  ? ctx.host_pool->Empty({layout_.partition}, at::kFloat)
+                  : at::empty({layout_.partition}, flat_params_.options().dtype(at::kFloat));
+    AdoptMasters(updated, params_, layout_, master_);
+  }
+
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
     torch::NoGradGuard no_grad;
     const int64_t begin = layout_.Begin(layout_.rank);
-    at::Tensor grad;
+    at::Tensor grad;  // this rank's gradient partition, in the parameters' dtype
     if (options_.stage == 1) {
       AllReduceInBuckets(Comm(), flat_grad_, options_.reduce_bucket_size);
       grad = flat_grad_.narrow(0, begin, layout_.partition);
@@ -100,15 +117,18 @@ class ZeroEngine final : public BlockBackwardListener {
       grad = owned_grad_;
     }
     const double norm = PartitionedNorm(Comm(), grad);
-    ClipByNorm(grad, norm, spec.grad_clip);
+    const double scale = ClipScale(norm, spec.grad_clip);
     at::Tensor owned_params = flat_params_.narrow(0, begin, layout_.partition);
     if (!exp_avg_.defined()) AllocateState(ctx);
     if (options_.offload_optimizer) {
       host_grad_.copy_(grad);
-      FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec);
+      FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec, scale);
       owned_params.copy_(master_);
+    } else if (master_.defined()) {
+      FlatAdamWStep(master_, grad, exp_avg_, exp_avg_sq_, spec, scale);
+      owned_params.copy_(master_);  // rounded to the parameters' dtype
     } else {
-      FlatAdamWStep(owned_params, grad, exp_avg_, exp_avg_sq_, spec);
+      FlatAdamWStep(owned_params, grad, exp_avg_, exp_avg_sq_, spec, scale);
     }
     GatherPartitions(Comm(), flat_params_, layout_);
     for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
@@ -121,9 +141,12 @@ class ZeroEngine final : public BlockBackwardListener {
   // memory: it shows in host_pool_peak_bytes instead).
   void AddModelState(ModelStateTensors& state) const {
     if (owned_grad_.defined()) state.grads.push_back(owned_grad_);
-    if (exp_avg_.defined() && !options_.offload_optimizer) {
-      state.optimizer.push_back(exp_avg_);
-      state.optimizer.push_back(exp_avg_sq_);
+    if (!options_.offload_optimizer) {
+      if (master_.defined()) state.optimizer.push_back(master_);
+      if (exp_avg_.defined()) {
+        state.optimizer.push_back(exp_avg_);
+        state.optimizer.push_back(exp_avg_sq_);
+      }
     }
   }
 
@@ -135,7 +158,7 @@ class ZeroEngine final : public BlockBackwardListener {
   void Partition(RunContext& ctx) {
     comm_ = ctx.comm;
     params_ = ctx.model->parameters();
-    RequireFp32Parameters(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
+    RequireFlatDtype(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
     layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
     flat_params_ = FlattenParameters(params_, layout_);
     if (options_.stage == 2) {
@@ -144,7 +167,8 @@ class ZeroEngine final : public BlockBackwardListener {
     }
   }
 
-  // Created at the first update, as the host's AdamW does.
+  // Created at the first update, as the host's AdamW does (the master partition of bf16
+  // parameters exists from the optimizer stage on: AdoptOptimizerParameters).
   void AllocateState(RunContext& ctx) {
     const int64_t n = layout_.partition;
     if (options_.offload_optimizer) {
@@ -152,11 +176,13 @@ class ZeroEngine final : public BlockBackwardListener {
       exp_avg_ = pool.Zeros({n}, at::kFloat);
       exp_avg_sq_ = pool.Zeros({n}, at::kFloat);
       host_grad_ = pool.Zeros({n}, at::kFloat);
-      master_ = pool.Empty({n}, at::kFloat);
-      master_.copy_(flat_params_.narrow(0, layout_.Begin(layout_.rank), n));
+      if (!master_.defined()) {
+        master_ = pool.Empty({n}, at::kFloat);
+        master_.copy_(flat_params_.narrow(0, layout_.Begin(layout_.rank), n));
+      }
     } else {
-      exp_avg_ = at::zeros({n}, flat_params_.options());
-      exp_avg_sq_ = at::zeros({n}, flat_params_.options());
+      exp_avg_ = at::zeros({n}, flat_params_.options().dtype(at::kFloat));
+      exp_avg_sq_ = at::zeros({n}, flat_params_.options().dtype(at::kFloat));
     }
   }
 
@@ -171,7 +197,8 @@ class ZeroEngine final : public BlockBackwardListener {
   BlockGroups groups_;     // stage 2
   GradientGroups grads_;   // stage 2
   at::Tensor exp_avg_, exp_avg_sq_;
-  at::Tensor master_, host_grad_;  // offload_optimizer = cpu
+  at::Tensor master_;     // fp32 partition: bf16 parameters' masters, or offload_optimizer = cpu
+  at::Tensor host_grad_;  // offload_optimizer = cpu
 };
 
 }  // namespace memsweep::sharding

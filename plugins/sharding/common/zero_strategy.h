@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "memsweep/plugin.h"
 
@@ -31,6 +32,9 @@ class ZeroStrategy : public ShardingStrategy {
   bool OwnsOptimizerStep() const override { return true; }
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) override {
     return engine_.OptimizerStep(ctx, spec);
+  }
+  void AdoptOptimizerParameters(RunContext& ctx, std::vector<at::Tensor> updated) override {
+    engine_.AdoptOptimizerParameters(ctx, updated);
   }
   void AddModelState(ModelStateTensors& state) const override { engine_.AddModelState(state); }
   model::BlockRunner WrapBlockRunner(model::BlockRunner inner) override {

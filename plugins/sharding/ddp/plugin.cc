@@ -1,11 +1,12 @@
 // sharding/ddp: data parallel with replicated model state. Before each optimizer step the
 // gradients are all-reduced (sum) over the ranks in buckets of reduce_bucket_size elements; every
-// rank then runs the host's AdamW on identical gradients and stays identical.
+// rank then runs the host's AdamW on identical gradients and stays identical. bf16 gradients
+// (precision/bf16) are all-reduced as they are (the host's communicator sums bf16 in fp32) and
+// then widened onto the precision plugin's masters by its own optimizer_step hook.
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
 #include <stdexcept>
-#include <string>
 
 #include "../common/collectives.h"
 #include "memsweep/plugin.h"
@@ -22,20 +23,6 @@ class Ddp final : public memsweep::ShardingStrategy {
   }
   // The same update as one process on the global batch; only the summation order differs.
   bool MathPreserving() const override { return true; }
-
-  // Gloo has no bf16: bf16 gradients (precision/bf16) cannot be all-reduced here.
-  void OnStageEnd(Stage stage, RunContext& ctx) override {
-    if (stage != Stage::kModel || ctx.comm == nullptr) return;
-    for (const at::Tensor& p : ctx.model->parameters()) {
-      if (p.scalar_type() != at::kFloat) {
-        throw std::invalid_argument(
-            std::string("sharding/ddp over more than one rank needs fp32 parameters, found ") +
-            c10::toString(p.scalar_type()) +
-            " (precision/bf16; Gloo cannot reduce bf16 gradients); use precision \"fp32\" or "
-            "\"bf16-autocast\"");
-      }
-    }
-  }
 
   void OnStageBegin(Stage stage, RunContext& ctx) override {
     if (stage != Stage::kOptimizerStep || ctx.comm == nullptr) return;

@@ -22,12 +22,12 @@ Zero3Engine::Zero3Engine(Zero3Options options) : options_(options) {
 void Zero3Engine::Partition(RunContext& ctx) {
   comm_ = ctx.comm;
   params_ = ctx.model->parameters();
-  RequireFp32Parameters(params_, "sharding/zero3");
+  RequireFlatDtype(params_, "sharding/zero3");
   layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
   groups_ = GroupByBlock(*ctx.model, params_);
   blocks_ = groups_.blocks;
   at::Tensor owned = options_.offload_param
-                         ? ctx.host_pool->Zeros({layout_.partition}, at::kFloat)
+                         ? ctx.host_pool->Zeros({layout_.partition}, params_.front().scalar_type())
                          : at::zeros({layout_.partition}, params_.front().options());
   units_ = std::make_unique<ParamUnits>(params_, groups_.groups,
                                         options_.param_persistence_threshold, layout_, owned);
@@ -86,10 +86,18 @@ model::BlockRunner Zero3Engine::WrapBlockRunner(model::BlockRunner inner) {
   };
 }
 
+void Zero3Engine::AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated) {
+  if (AreTheParameters(updated, params_)) return;
+  master_ = options_.offload_optimizer
+                ? ctx.host_pool->Empty({layout_.partition}, at::kFloat)
+                : at::empty({layout_.partition}, at::TensorOptions().dtype(at::kFloat));
+  AdoptMasters(updated, params_, layout_, master_);
+}
+
 double Zero3Engine::OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
   torch::NoGradGuard no_grad;
   const double norm = PartitionedNorm(Comm(), owned_grad_);
-  ClipByNorm(owned_grad_, norm, spec.grad_clip);
+  const double scale = ClipScale(norm, spec.grad_clip);
   at::Tensor owned = units_->Owned();
   const int64_t n = layout_.partition;
   if (!exp_avg_.defined()) {
@@ -97,21 +105,26 @@ double Zero3Engine::OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec
       exp_avg_ = ctx.host_pool->Zeros({n}, at::kFloat);
       exp_avg_sq_ = ctx.host_pool->Zeros({n}, at::kFloat);
       host_grad_ = ctx.host_pool->Zeros({n}, at::kFloat);
-      // With the parameters offloaded too, the owned partition is already the host master copy.
-      master_ = options_.offload_param ? owned : ctx.host_pool->Empty({n}, at::kFloat);
-      if (!options_.offload_param) master_.copy_(owned);
+      if (!master_.defined()) {
+        // fp32 parameters offloaded too: the owned partition already is the host master copy.
+        master_ = options_.offload_param ? owned : ctx.host_pool->Empty({n}, at::kFloat);
+        if (!options_.offload_param) master_.copy_(owned);
+      }
     } else {
-      exp_avg_ = at::zeros({n}, owned_grad_.options());
-      exp_avg_sq_ = at::zeros({n}, owned_grad_.options());
+      exp_avg_ = at::zeros({n}, owned_grad_.options().dtype(at::kFloat));
+      exp_avg_sq_ = at::zeros({n}, owned_grad_.options().dtype(at::kFloat));
     }
   }
   if (options_.offload_optimizer) {
     host_grad_.copy_(owned_grad_);
-    FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec);
-    if (!options_.offload_param) owned.copy_(master_);
+    FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec, scale);
+  } else if (master_.defined()) {
+    FlatAdamWStep(master_, owned_grad_, exp_avg_, exp_avg_sq_, spec, scale);
   } else {
-    FlatAdamWStep(owned, owned_grad_, exp_avg_, exp_avg_sq_, spec);
+    FlatAdamWStep(owned, owned_grad_, exp_avg_, exp_avg_sq_, spec, scale);
   }
+  // Rounded to the parameters' dtype; nothing to copy when the master is the owned partition.
+  if (master_.defined() && !master_.is_same(owned)) owned.copy_(master_);
   units_->RefreshPersistent(Comm());
   owned_grad_ = at::Tensor();
   return norm;
@@ -120,9 +133,12 @@ double Zero3Engine::OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec
 void Zero3Engine::AddModelState(ModelStateTensors& state) const {
   if (!options_.offload_param && units_) state.params.push_back(units_->Owned());
   if (owned_grad_.defined()) state.grads.push_back(owned_grad_);
-  if (exp_avg_.defined() && !options_.offload_optimizer) {
-    state.optimizer.push_back(exp_avg_);
-    state.optimizer.push_back(exp_avg_sq_);
+  if (!options_.offload_optimizer) {
+    if (master_.defined()) state.optimizer.push_back(master_);
+    if (exp_avg_.defined()) {
+      state.optimizer.push_back(exp_avg_);
+      state.optimizer.push_back(exp_avg_sq_);
+    }
   }
 }
 

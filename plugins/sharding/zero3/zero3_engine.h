@@ -12,11 +12,16 @@
 // so on Gloo this only moves the gather earlier and shows what prefetching costs in memory.
 // offload_param = cpu keeps the owned partition in the host pool; offload_optimizer = cpu keeps
 // the optimizer state (and the update) there.
+//
+// Mixed precision (precision/bf16): the partition, the gathered blocks and the gradients are bf16;
+// the rank keeps its partition of the fp32 master copies (AdoptOptimizerParameters), updates it
+// and rounds it into the bf16 partition: (2 + 2 + K)Ψ/N per rank with K = 12.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <vector>
 #include <unordered_map>
 
 #include "../common/block_backward_hooks.h"
@@ -42,6 +47,8 @@ class Zero3Engine final : public BlockBackwardListener {
 
   void OnStageBegin(Stage stage, RunContext& ctx);
   void OnStageEnd(Stage stage, RunContext& ctx);
+  // bf16 parameters: keeps this rank's partition of the precision slot's fp32 master copies.
+  void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated);
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec);
   void AddModelState(ModelStateTensors& state) const;
   model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
@@ -65,7 +72,8 @@ class Zero3Engine final : public BlockBackwardListener {
   size_t blocks_ = 0;  // groups 0..blocks_-1 are the blocks, group blocks_ the rest
   GradientGroups grads_;
   at::Tensor owned_grad_;
-  at::Tensor exp_avg_, exp_avg_sq_, master_, host_grad_;
+  at::Tensor exp_avg_, exp_avg_sq_, host_grad_;
+  at::Tensor master_;  // fp32 partition: bf16 parameters' masters, or offload_optimizer = cpu
 };
 
 }  // namespace memsweep::sharding

@@ -136,6 +136,8 @@ TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
 // The peaks must fall stage by stage too (two steps, so that the second step's forward already
 // holds the optimizer state): ZeRO-2 and ZeRO-3 reduce gradients block by block during backward
 // and never hold all 4Ψ of them.
+constexpr int64_t kPeakNoiseBytes = 4096;
+
 TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
   const fs::path dir = FreshTempDir("dp_formulas");
   const fs::path file = WriteExperiment(dir, "formulas", R"toml(
@@ -169,7 +171,10 @@ TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
   }
   for (int n : {2, 4}) {
     const auto at = [&](const char* plugin) { return peak[std::make_pair(n, std::string(plugin))]; };
-    EXPECT_LE(at("zero1"), at("ddp")) << "N=" << n;
+    // On tiny, ddp's and zero1's peaks come from the same moment before the first update and
+    // are equal but for a few bytes that vary from run to run (an 8-byte allocation outside the
+    // model's tensors): zero1 may not be above ddp by more than that.
+    EXPECT_LE(at("zero1"), at("ddp") + kPeakNoiseBytes) << "N=" << n;
     EXPECT_LT(at("zero2"), at("zero1")) << "N=" << n;
     EXPECT_LT(at("zero3"), at("zero2")) << "N=" << n;
   }
@@ -205,38 +210,102 @@ paths = [")toml") + MEMSWEEP_FIXTURE_DIR + R"toml(/chaos"]
   EXPECT_EQ(*rows.rows[2][1], "ok") << (rows.rows[2][2] ? *rows.rows[2][2] : "");
 }
 
-// bf16 parameters (precision/bf16) are refused by every sharding plugin that would train them
-// wrongly or cannot reduce them on Gloo — the cell fails with what to use instead, the sweep goes
-// on — and the suggested bf16-autocast (fp32 parameters, bf16 matmuls) runs under ZeRO-2.
-TEST(DataParallel, Bf16ParametersAreRefusedWithWhatToUseInstead) {
+// Mixed precision (precision/bf16: bf16 parameters and gradients, fp32 master weights) under
+// every sharding plugin follows the single-process bf16 run with the same global batch: ZeRO
+// takes over its partition of the masters, bf16 gradients are reduced through the host's
+// communicator (Gloo has no bf16). The verification records each as equivalent within the bf16
+// tolerance; the losses are held closer than that here (kBf16Sharded, measured ~1e-6).
+constexpr double kBf16Sharded = 2e-4;
+
+TEST(DataParallel, Bf16MasterWeightsFollowTheSingleProcessBf16Trajectory) {
   const fs::path dir = FreshTempDir("dp_bf16");
   const fs::path file = WriteExperiment(dir, "bf16", R"toml(
 [strategies.precision]
 plugin = "bf16"
 [matrix]
-"strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
+"strategies.sharding" = [
+  {plugin = "none"},
+  {plugin = "ddp", reduce_bucket_size = 5000},
+  {plugin = "zero1", reduce_bucket_size = 5000},
+  {plugin = "zero2", reduce_bucket_size = 5000},
+  {plugin = "zero3", reduce_bucket_size = 5000},
+  {plugin = "zero1", offload_optimizer = "cpu"},
+  {plugin = "zero2", offload_optimizer = "cpu"},
+  {plugin = "zero3", offload_optimizer = "cpu", offload_param = "cpu"},
+  {plugin = "zero3", prefetch_bucket_size = 1000000, param_persistence_threshold = 100},
+]
 [[matrix.include]]
-"strategies.sharding.plugin" = "zero2"
-"strategies.precision.plugin" = "bf16-autocast"
+"strategies.sharding" = {plugin = "none"}
+"device.world_size" = 1
+"strategies.batching.accumulation_steps" = 2
+)toml", "", "reference = \"device.world_size=1\"\n");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+
+  const auto losses = LossesByCell(db);
+  ASSERT_EQ(losses.size(), 9u) << out.output;
+  const std::vector<double>& single = losses.at(0);
+  ASSERT_EQ(single.size(), 4u);
+  for (int cell = 1; cell < 9; ++cell) {
+    const std::vector<double>& sharded = losses.at(cell);
+    ASSERT_EQ(sharded.size(), single.size()) << "cell " << cell;
+    for (size_t step = 0; step < single.size(); ++step) {
+      EXPECT_NEAR(sharded[step], single[step], kBf16Sharded * std::abs(single[step]))
+          << "cell " << cell << " step " << step;
+    }
+  }
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult verdicts = read.Query(
+      "SELECT r.cell_index, v.verdict, v.expected, v.reason, v.compute_dtype FROM verification v "
+      "JOIN runs r ON r.id = v.run_id ORDER BY r.cell_index");
+  ASSERT_EQ(verdicts.rows.size(), 9u);
+  for (size_t i = 1; i < verdicts.rows.size(); ++i) {
+    EXPECT_EQ(*verdicts.rows[i][1], "pass") << "cell " << *verdicts.rows[i][0] << ": "
+                                             << *verdicts.rows[i][3];
+    EXPECT_EQ(*verdicts.rows[i][2], "equivalent") << "cell " << *verdicts.rows[i][0];
+    EXPECT_EQ(*verdicts.rows[i][4], "bfloat16") << "cell " << *verdicts.rows[i][0];
+  }
+}
+
+// Per-rank model state with bf16 parameters against the ZeRO paper's mixed-precision formulas
+// (K = 12: fp32 master, exp_avg, exp_avg_sq): zero1 2Ψ + 2Ψ + 12Ψ/N, zero2 2Ψ + 14Ψ/N,
+// zero3 16Ψ/N; ddp holds 2Ψ of bf16 parameters, 4Ψ of fp32 gradients on the masters at the update
+// and 12Ψ of optimizer state (precision/bf16's README). Within 2%, N = 2 and 4.
+TEST(DataParallel, MixedPrecisionModelStatePerRankFollowsTheZeroFormulas) {
+  const fs::path dir = FreshTempDir("dp_bf16_formulas");
+  const fs::path file = WriteExperiment(dir, "bf16_formulas", R"toml(
+[strategies.precision]
+plugin = "bf16"
+[matrix]
+"device.world_size" = [2, 4]
+"strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
 )toml");
   const fs::path db = dir / "results.db";
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string() +
-                               " --set experiment.steps=2");
+                               " --set experiment.steps=2 --set experiment.warmup_steps=0");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
   results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult rows =
-      read.Query("SELECT cell_index, status, error FROM runs ORDER BY cell_index");
-  ASSERT_EQ(rows.rows.size(), 4u) << out.output;
-  for (size_t i = 0; i < 4; ++i) {
-    const std::string cell = "cell " + std::to_string(i);
-    if (i == 2) {  // zero2, extended by the include to bf16-autocast
-      EXPECT_EQ(*rows.rows[i][1], "ok") << cell << ": " << (rows.rows[i][2] ? *rows.rows[i][2] : "");
-      continue;
+  const results::QueryResult rows = read.Query(
+      "SELECT json_extract(r.params_json, '$.\"strategies.sharding.plugin\"'), "
+      "json_extract(r.params_json, '$.\"device.world_size\"'), m.parameters, "
+      "k.params_bytes, k.grads_bytes, k.optimizer_bytes "
+      "FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id");
+  ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4) << out.output;
+  for (const auto& row : rows.rows) {
+    const std::string plugin = *row[0];
+    const double n = std::stod(*row[1]);
+    const double psi = std::stod(*row[2]);
+    const double params = std::stod(*row[3]), grads = std::stod(*row[4]);
+    const double optimizer = std::stod(*row[5]);
+    const double expected = plugin == "ddp"     ? 18 * psi
+                            : plugin == "zero1" ? 4 * psi + 12 * psi / n
+                            : plugin == "zero2" ? 2 * psi + 14 * psi / n
+                                                : 16 * psi / n;
+    EXPECT_NEAR(params + grads + optimizer, expected, 0.02 * expected) << plugin << " N=" << n;
+    if (plugin != "ddp") {
+      EXPECT_NEAR(optimizer, 12 * psi / n, 0.02 * 12 * psi / n) << plugin << " N=" << n;
     }
-    EXPECT_EQ(*rows.rows[i][1], "failed") << cell;
-    ASSERT_TRUE(rows.rows[i][2].has_value()) << cell;
-    EXPECT_NE(rows.rows[i][2]->find("needs fp32 parameters, found BFloat16"), std::string::npos)
-        << cell << ": " << *rows.rows[i][2];
-    EXPECT_NE(rows.rows[i][2]->find("bf16-autocast"), std::string::npos) << *rows.rows[i][2];
   }
 }
 
