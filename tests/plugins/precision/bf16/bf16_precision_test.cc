@@ -150,6 +150,86 @@ TEST(Bf16PrecisionTest, PluginUpdatesFp32MastersAndRoundsThemIntoTheParameters) 
   }
 }
 
+// Under ZeRO the sharding plugin owns the update: the masters are handed over (fp32, the init's
+// values) and from then on the plugin's optimizer_step hooks leave gradients and parameters alone.
+TEST(Bf16PrecisionTest, HandedOverMastersAreNoLongerTouchedByThePlugin) {
+  const config::RunConfig cfg = TinyRun(1, WithPrecision("bf16"));
+  const std::shared_ptr<Strategy> strategy = SlotStrategy(cfg, "precision");
+  auto* precision = dynamic_cast<PrecisionStrategy*>(strategy.get());
+  ASSERT_NE(precision, nullptr);
+  TinyModel tiny;
+  RunContext context;
+  context.model = tiny.model.get();
+  precision->OnStageEnd(Stage::kModel, context);
+  const std::vector<at::Tensor> params = tiny.model->parameters();
+  const std::vector<at::Tensor> masters = precision->HandOverOptimizerParameters(params);
+  ASSERT_EQ(masters.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(masters[i].scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::equal(params[i], masters[i].to(at::kBFloat16))) << "parameter " << i;
+  }
+  tiny.Loss().backward();
+  const at::Tensor master_before = masters[0].detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    masters[0].add_(1.0);  // a sharding plugin's update, not yet written to the parameter
+  }
+  const at::Tensor param_before = params[0].detach().clone();
+  precision->OnStageBegin(Stage::kOptimizerStep, context);
+  precision->OnStageEnd(Stage::kOptimizerStep, context);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(params[i].grad().defined()) << "gradient " << i << " was moved";
+    EXPECT_EQ(params[i].grad().scalar_type(), at::kBFloat16);
+    EXPECT_FALSE(masters[i].grad().defined()) << "master " << i << " got a gradient";
+  }
+  EXPECT_TRUE(at::equal(params[0], param_before)) << "the master was copied back";
+  EXPECT_TRUE(at::equal(masters[0], master_before + 1.0));
+}
+
+// The SDK's defaults: a precision strategy that updates the parameters themselves hands them over
+// as they are; a sharding strategy that owns the update but does not take master copies refuses
+// them instead of training with masters nobody updates.
+TEST(Bf16PrecisionTest, SdkDefaultsHandOverParametersAndRefuseMasters) {
+  struct Plain : PrecisionStrategy {
+    c10::ScalarType ComputeDtype() const override { return at::kFloat; }
+  } plain;
+  struct OwnsStep : ShardingStrategy {
+    bool OwnsOptimizerStep() const override { return true; }
+  } owns_step;
+  TinyModel tiny;
+  RunContext context;
+  context.model = tiny.model.get();
+  const std::vector<at::Tensor> params = tiny.model->parameters();
+  const std::vector<at::Tensor> handed = plain.HandOverOptimizerParameters(params);
+  ASSERT_EQ(handed.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(handed[i].is_same(params[i]));
+  EXPECT_NO_THROW(owns_step.AdoptOptimizerParameters(context, handed));
+
+  std::vector<at::Tensor> copies;
+  for (const at::Tensor& p : params) copies.push_back(p.detach().clone());
+  try {
+    owns_step.AdoptOptimizerParameters(context, copies);
+    FAIL() << "master copies were accepted";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("AdoptOptimizerParameters"), std::string::npos) << e.what();
+  }
+  struct KeepsMasters : PrecisionStrategy {
+    explicit KeepsMasters(std::vector<at::Tensor> m) : masters(std::move(m)) {}
+    c10::ScalarType ComputeDtype() const override { return at::kBFloat16; }
+    std::vector<at::Tensor> OptimizerParameters(const std::vector<at::Tensor>&) override {
+      return masters;
+    }
+    std::vector<at::Tensor> masters;
+  } keeps_masters(copies);
+  try {
+    keeps_masters.HandOverOptimizerParameters(params);
+    FAIL() << "a strategy with masters handed them over without implementing the hand-over";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("HandOverOptimizerParameters"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Documented in plugins/precision/bf16/README.md: within 2% of fp32 for the first 5 steps on
 // tiny, and clearly learning over 20 steps (the mean of the last 5 losses below 0.8x the first).
 TEST(Bf16PrecisionTest, LossDecreasesAndStaysNearFp32EarlyOn) {
