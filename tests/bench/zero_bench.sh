@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # ZeRO benchmark (not run by ctest): tokens/s of the group and per-rank peak memory and model
-# state for each sharding stage, `small` preset, N ranks (default 2), plus the fp32 ZeRO formula
-# check (docs/metrics.md). Usage: tests/bench/zero_bench.sh [world_size] [steps]
+# state for each sharding stage, `small` preset, N ranks (default 2), plus the ZeRO formula check
+# for the precision plugin in use (docs/metrics.md).
+# Usage: tests/bench/zero_bench.sh [world_size] [steps] [precision: fp32 (default) | bf16]
 # Figures are from one loaded 2-core machine: compare cells within one run, not across runs.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/build/release/memsweep"
 world="${1:-2}"
 steps="${2:-4}"
+precision="${3:-fp32}"
+case "$precision" in
+  # Bytes per parameter of params, grads and optimizer state (docs/metrics.md); ddp under bf16
+  # holds the masters' fp32 gradients at the update.
+  fp32) p=4; g=4; k=8; ddp=16 ;;
+  bf16) p=2; g=2; k=12; ddp=18 ;;
+  *) echo "precision must be fp32 or bf16" >&2; exit 2 ;;
+esac
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cat > "$work/zero-bench.toml" <<TOML
@@ -23,6 +32,8 @@ path = "$here/experiments/data/devils-dictionary.jsonl"
 [device]
 threads = 1
 world_size = $world
+[strategies.precision]
+plugin = "$precision"
 [strategies.batching]
 seq_len = 128
 micro_batch_size = 2
@@ -48,15 +59,15 @@ SELECT r.cell_index AS cell, json_extract(r.config_json, '\$.strategies.sharding
 FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id
 ORDER BY r.cell_index, k.rank"
 echo
-echo "model state per rank against the fp32 ZeRO formulas (psi = parameters, N = $world):"
+echo "model state per rank against the $precision ZeRO formulas (psi = parameters, N = $world):"
 "$bin" query --db "$work/r.db" "
 SELECT r.cell_index AS cell, json_extract(r.config_json, '\$.strategies.sharding.plugin') AS sharding, k.rank,
        k.params_bytes + k.grads_bytes + k.optimizer_bytes AS measured,
        CASE json_extract(r.config_json, '\$.strategies.sharding.plugin')
-         WHEN 'ddp' THEN 16.0 * m.parameters
-         WHEN 'zero1' THEN 8.0 * m.parameters + 8.0 * m.parameters / $world
-         WHEN 'zero2' THEN 4.0 * m.parameters + 12.0 * m.parameters / $world
-         ELSE 16.0 * m.parameters / $world END AS formula
+         WHEN 'ddp' THEN $ddp.0 * m.parameters
+         WHEN 'zero1' THEN ($p.0 + $g.0) * m.parameters + $k.0 * m.parameters / $world
+         WHEN 'zero2' THEN $p.0 * m.parameters + ($g.0 + $k.0) * m.parameters / $world
+         ELSE ($p.0 + $g.0 + $k.0) * m.parameters / $world END AS formula
 FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id
 WHERE json_extract(r.config_json, '\$.strategies.sharding.offload_param') IS NULL
 ORDER BY r.cell_index, k.rank"
