@@ -214,8 +214,11 @@ paths = [")toml") + MEMSWEEP_FIXTURE_DIR + R"toml(/chaos"]
 // every sharding plugin follows the single-process bf16 run with the same global batch: ZeRO
 // takes over its partition of the masters, bf16 gradients are reduced through the host's
 // communicator (Gloo has no bf16). The verification records each as equivalent within the bf16
-// tolerance; the losses are held closer than that here (kBf16Sharded, measured ~1e-6).
-constexpr double kBf16Sharded = 2e-4;
+// tolerance; the losses are held much closer than that here: ZeRO within kBf16Sharded (measured
+// 3.0e-7: the update's order of operations differs from the host AdamW's by float rounding), ddp
+// bit for bit (two ranks' bf16 gradients summed in fp32 and rounded once is exactly what bf16
+// accumulation of the same two micro-batches gives on one process).
+constexpr double kBf16Sharded = 1e-5;
 
 TEST(DataParallel, Bf16MasterWeightsFollowTheSingleProcessBf16Trajectory) {
   const fs::path dir = FreshTempDir("dp_bf16");
@@ -253,6 +256,7 @@ plugin = "bf16"
     for (size_t step = 0; step < single.size(); ++step) {
       EXPECT_NEAR(sharded[step], single[step], kBf16Sharded * std::abs(single[step]))
           << "cell " << cell << " step " << step;
+      if (cell == 1) EXPECT_EQ(sharded[step], single[step]) << "ddp, step " << step;
     }
   }
   results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
