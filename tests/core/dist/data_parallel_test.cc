@@ -52,6 +52,42 @@ std::map<int, std::vector<double>> LossesByCell(const fs::path& db_path) {
   return losses;
 }
 
+// Every cell after the first (the single-process reference) follows its losses within `rel`
+// relative per step; returns the losses by cell.
+std::map<int, std::vector<double>> ExpectLossesFollowCellZero(const fs::path& db, size_t cells,
+                                                              double rel) {
+  auto losses = LossesByCell(db);
+  EXPECT_EQ(losses.size(), cells);
+  const std::vector<double>& single = losses[0];
+  EXPECT_EQ(single.size(), 4u);
+  for (int cell = 1; cell < static_cast<int>(cells); ++cell) {
+    const std::vector<double>& sharded = losses[cell];
+    EXPECT_EQ(sharded.size(), single.size()) << "cell " << cell;
+    for (size_t step = 0; step < std::min(single.size(), sharded.size()); ++step) {
+      EXPECT_NEAR(sharded[step], single[step], rel * std::abs(single[step]))
+          << "cell " << cell << " step " << step;
+    }
+  }
+  return losses;
+}
+
+// The loss-equivalence verification stored `pass (equivalent)` in `dtype` for every cell but the
+// reference (cell 0).
+void ExpectEveryCellPassesVerification(const fs::path& db, size_t cells, const std::string& dtype) {
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult verdicts = read.Query(
+      "SELECT r.cell_index, v.verdict, v.expected, v.reason, v.compute_dtype FROM verification v "
+      "JOIN runs r ON r.id = v.run_id ORDER BY r.cell_index");
+  ASSERT_EQ(verdicts.rows.size(), cells);
+  EXPECT_EQ(*verdicts.rows[0][1], "reference");
+  for (size_t i = 1; i < verdicts.rows.size(); ++i) {
+    const std::string cell = "cell " + *verdicts.rows[i][0];
+    EXPECT_EQ(*verdicts.rows[i][1], "pass") << cell << ": " << *verdicts.rows[i][3];
+    EXPECT_EQ(*verdicts.rows[i][2], "equivalent") << cell;
+    EXPECT_EQ(*verdicts.rows[i][4], dtype) << cell;
+  }
+}
+
 TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
   const fs::path dir = FreshTempDir("dp_equivalence");
   const fs::path file = WriteExperiment(dir, "dp", R"toml(
@@ -80,33 +116,12 @@ TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
   ASSERT_EQ(out.exit_code, 0) << out.output;
 
-  const auto losses = LossesByCell(db);
-  ASSERT_EQ(losses.size(), 10u) << out.output;
-  const std::vector<double>& single = losses.at(0);
-  ASSERT_EQ(single.size(), 4u);
-  for (int cell = 1; cell < 10; ++cell) {
-    const std::vector<double>& sharded = losses.at(cell);
-    ASSERT_EQ(sharded.size(), single.size()) << "cell " << cell;
-    for (size_t step = 0; step < single.size(); ++step) {
-      EXPECT_NEAR(sharded[step], single[step], 1e-5 * std::abs(single[step]))
-          << "cell " << cell << " step " << step;
-    }
-  }
-
+  ExpectLossesFollowCellZero(db, 10, 1e-5);
   // The loss-equivalence verification records it: every sharded cell passes against the
   // single-process reference (device.world_size is not a training key; the global batch is the
   // same, so every step trains on the same real tokens).
+  ExpectEveryCellPassesVerification(db, 10, "float32");
   results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult verdicts = read.Query(
-      "SELECT r.cell_index, v.verdict, v.expected, v.reason FROM verification v "
-      "JOIN runs r ON r.id = v.run_id ORDER BY r.cell_index");
-  ASSERT_EQ(verdicts.rows.size(), 10u);
-  EXPECT_EQ(*verdicts.rows[0][1], "reference");
-  for (size_t i = 1; i < verdicts.rows.size(); ++i) {
-    EXPECT_EQ(*verdicts.rows[i][1], "pass") << "cell " << *verdicts.rows[i][0] << ": "
-                                             << *verdicts.rows[i][3];
-    EXPECT_EQ(*verdicts.rows[i][2], "equivalent") << "cell " << *verdicts.rows[i][0];
-  }
 
   // Every rank of a two-rank cell has a row; ZeRO's ranks hold less optimizer state than ddp's.
   const results::QueryResult ranks = read.Query(
@@ -246,30 +261,9 @@ plugin = "bf16"
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
   ASSERT_EQ(out.exit_code, 0) << out.output;
 
-  const auto losses = LossesByCell(db);
-  ASSERT_EQ(losses.size(), 9u) << out.output;
-  const std::vector<double>& single = losses.at(0);
-  ASSERT_EQ(single.size(), 4u);
-  for (int cell = 1; cell < 9; ++cell) {
-    const std::vector<double>& sharded = losses.at(cell);
-    ASSERT_EQ(sharded.size(), single.size()) << "cell " << cell;
-    for (size_t step = 0; step < single.size(); ++step) {
-      EXPECT_NEAR(sharded[step], single[step], kBf16Sharded * std::abs(single[step]))
-          << "cell " << cell << " step " << step;
-      if (cell == 1) EXPECT_EQ(sharded[step], single[step]) << "ddp, step " << step;
-    }
-  }
-  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult verdicts = read.Query(
-      "SELECT r.cell_index, v.verdict, v.expected, v.reason, v.compute_dtype FROM verification v "
-      "JOIN runs r ON r.id = v.run_id ORDER BY r.cell_index");
-  ASSERT_EQ(verdicts.rows.size(), 9u);
-  for (size_t i = 1; i < verdicts.rows.size(); ++i) {
-    EXPECT_EQ(*verdicts.rows[i][1], "pass") << "cell " << *verdicts.rows[i][0] << ": "
-                                             << *verdicts.rows[i][3];
-    EXPECT_EQ(*verdicts.rows[i][2], "equivalent") << "cell " << *verdicts.rows[i][0];
-    EXPECT_EQ(*verdicts.rows[i][4], "bfloat16") << "cell " << *verdicts.rows[i][0];
-  }
+  const auto losses = ExpectLossesFollowCellZero(db, 9, kBf16Sharded);
+  EXPECT_EQ(losses.at(1), losses.at(0)) << "ddp is not bit for bit the single-process run";
+  ExpectEveryCellPassesVerification(db, 9, "bfloat16");
 }
 
 // Per-rank model state with bf16 parameters against the ZeRO paper's mixed-precision formulas
