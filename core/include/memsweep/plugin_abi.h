@@ -19,7 +19,10 @@
 extern "C" {
 #endif
 
-#define MEMSWEEP_PLUGIN_ABI_VERSION 1u
+/* 2: the C++ slot interfaces behind register_fn changed (PrecisionStrategy::
+ *    HandOverOptimizerParameters, ShardingStrategy::AdoptOptimizerParameters, which the host
+ *    calls): a plugin built against version 1's headers has shorter vtables and is refused. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 2u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {
