@@ -362,6 +362,9 @@ RunResult Trainer::Run() {
                    " ranks (run it through `memsweep run`, torchrun or srun with WORLD_SIZE set)";
     return result;
   }
+  // The tokens/s of a multi-process run are the whole group's, so its MFU divides by the group's
+  // peak: the sum of every rank's calibrated GEMM rate (docs/metrics.md, "MFU").
+  result.summary.peak_flops = SumOverRanks(comm_, result.summary.peak_flops);
   const dist::CommCounters comm_start = comm_ != nullptr ? comm_->Counters() : dist::CommCounters{};
   {
     BudgetScope budget(tracker, config_.device.memory_budget_bytes);
