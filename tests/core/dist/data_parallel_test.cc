@@ -52,12 +52,12 @@ std::map<int, std::vector<double>> LossesByCell(const fs::path& db_path) {
   return losses;
 }
 
-// Every cell after the first (the single-process reference) follows its losses within `rel`
-// relative per step; returns the losses by cell.
+// Cells 1 .. cells-1 follow the losses of cell 0 (the single-process reference) within `rel`
+// relative per step; returns the losses of every cell.
 std::map<int, std::vector<double>> ExpectLossesFollowCellZero(const fs::path& db, size_t cells,
                                                               double rel) {
   auto losses = LossesByCell(db);
-  EXPECT_EQ(losses.size(), cells);
+  EXPECT_GE(losses.size(), cells);
   const std::vector<double>& single = losses[0];
   EXPECT_EQ(single.size(), 4u);
   for (int cell = 1; cell < static_cast<int>(cells); ++cell) {
@@ -256,14 +256,26 @@ plugin = "bf16"
 "strategies.sharding" = {plugin = "none"}
 "device.world_size" = 1
 "strategies.batching.accumulation_steps" = 2
+[[matrix.include]]
+"strategies.sharding" = {plugin = "zero3", offload_optimizer = "cpu"}
+"strategies.checkpointing.plugin" = "full"
+[[matrix.include]]
+"strategies.sharding" = {plugin = "zero2"}
+"strategies.batching.micro_batch_size" = 1
+"strategies.batching.accumulation_steps" = 2
 )toml", "", "reference = \"device.world_size=1\"\n");
   const fs::path db = dir / "results.db";
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
   ASSERT_EQ(out.exit_code, 0) << out.output;
 
-  const auto losses = ExpectLossesFollowCellZero(db, 9, kBf16Sharded);
+  // Cells 1-9: the same micro-batches as the reference (cell 9: ZeRO-3 recomputing each gathered
+  // bf16 block under full checkpointing). Cell 10 accumulates two 1-row micro-batches per rank in
+  // bf16, which rounds differently from the reference's 2-row micro-batches: it is held to the
+  // verification's bf16 tolerance (2e-3; measured 1.0e-4).
+  const auto losses = ExpectLossesFollowCellZero(db, 10, kBf16Sharded);
+  EXPECT_EQ(losses.size(), 11u) << out.output;
   EXPECT_EQ(losses.at(1), losses.at(0)) << "ddp is not bit for bit the single-process run";
-  ExpectEveryCellPassesVerification(db, 9, "bfloat16");
+  ExpectEveryCellPassesVerification(db, 11, "bfloat16");
 }
 
 // Per-rank model state with bf16 parameters against the ZeRO paper's mixed-precision formulas
