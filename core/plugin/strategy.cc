@@ -17,7 +17,6 @@ std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(
     const std::vector<at::Tensor>& model_parameters) {
   return model_parameters;
 }
-namespace {
 bool AreTheParameters(const std::vector<at::Tensor>& tensors,
                       const std::vector<at::Tensor>& parameters) {
   if (tensors.size() != parameters.size()) return false;
@@ -26,7 +25,6 @@ bool AreTheParameters(const std::vector<at::Tensor>& tensors,
   }
   return true;
 }
-}  // namespace
 
 std::vector<at::Tensor> PrecisionStrategy::HandOverOptimizerParameters(
     const std::vector<at::Tensor>& model_parameters) {

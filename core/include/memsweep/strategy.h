@@ -191,4 +191,10 @@ class ShardingStrategy : public Strategy {
 };
 class CallbackStrategy : public Strategy {};
 
+// True when `tensors` are `parameters` themselves, in the same order (not copies): what
+// HandOverOptimizerParameters returns, and AdoptOptimizerParameters receives, when the precision
+// strategy keeps no master copies.
+bool AreTheParameters(const std::vector<at::Tensor>& tensors,
+                      const std::vector<at::Tensor>& parameters);
+
 }  // namespace memsweep

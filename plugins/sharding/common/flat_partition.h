@@ -1,6 +1,6 @@
 // FlatPartition: the ZeRO plugins' view of the model as one flat vector of Ψ elements (fp32, or
-// bf16 with fp32 master partitions),
-// padded to N·P and split into N equal partitions of P elements; rank r owns [r·P, (r+1)·P).
+// bf16 with fp32 master partitions), padded to N·P and split into N equal partitions of P
+// elements; rank r owns [r·P, (r+1)·P).
 // Each parameter's storage becomes a view into one flat buffer (FlattenParameters), so that
 // partitions, buckets and gathers are plain contiguous slices.
 //
@@ -88,17 +88,6 @@ inline void CopyIntoPartition(const at::Tensor& value, int64_t flat_offset,
   const int64_t hi = std::min(flat_offset + value.numel(), begin + layout.partition);
   if (lo >= hi) return;
   owned.narrow(0, lo - begin, hi - lo).copy_(value.reshape({-1}).narrow(0, lo - flat_offset, hi - lo));
-}
-
-// True when `updated` (what the precision slot handed over, ShardingStrategy::
-// AdoptOptimizerParameters) are the parameters themselves: no master copies to take over.
-inline bool AreTheParameters(const std::vector<at::Tensor>& updated,
-                             const std::vector<at::Tensor>& params) {
-  if (updated.size() != params.size()) return false;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!updated[i].is_same(params[i])) return false;
-  }
-  return true;
 }
 
 // This rank's partition of the fp32 master copies the precision slot handed over (one per

@@ -34,9 +34,9 @@
 #include "block_backward_hooks.h"
 #include "block_groups.h"
 #include "collectives.h"
-#include "flat_adamw.h"
 #include "flat_partition.h"
 #include "gradient_groups.h"
+#include "partition_optimizer.h"
 #include "solo_communicator.h"
 #include "memsweep/strategy.h"
 
@@ -50,7 +50,8 @@ struct ZeroOptions {
 
 class ZeroEngine final : public BlockBackwardListener {
  public:
-  explicit ZeroEngine(ZeroOptions options) : options_(options) {
+  explicit ZeroEngine(ZeroOptions options)
+      : options_(options), optimizer_(options.offload_optimizer) {
     if (options_.reduce_bucket_size < 1) {
       throw std::invalid_argument("reduce_bucket_size must be at least 1 element");
     }
@@ -96,14 +97,8 @@ class ZeroEngine final : public BlockBackwardListener {
     grads_.Reduce(params_, block, Comm(), owned_grad_, options_.reduce_bucket_size);
   }
 
-  // With bf16 parameters (precision/bf16) the engine keeps this rank's partition of the fp32
-  // master copies; with fp32 parameters the partition of the parameters is its own master.
   void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated) {
-    if (AreTheParameters(updated, params_)) return;
-    master_ = options_.offload_optimizer
-                  ? ctx.host_pool->Empty({layout_.partition}, at::kFloat)
-                  : at::empty({layout_.partition}, flat_params_.options().dtype(at::kFloat));
-    AdoptMasters(updated, params_, layout_, master_);
+    optimizer_.Adopt(ctx, updated, params_, layout_);
   }
 
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
@@ -117,19 +112,8 @@ class ZeroEngine final : public BlockBackwardListener {
       grad = owned_grad_;
     }
     const double norm = PartitionedNorm(Comm(), grad);
-    const double scale = ClipScale(norm, spec.grad_clip);
     at::Tensor owned_params = flat_params_.narrow(0, begin, layout_.partition);
-    if (!exp_avg_.defined()) AllocateState(ctx);
-    if (options_.offload_optimizer) {
-      host_grad_.copy_(grad);
-      FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec, scale);
-      owned_params.copy_(master_);
-    } else if (master_.defined()) {
-      FlatAdamWStep(master_, grad, exp_avg_, exp_avg_sq_, spec, scale);
-      owned_params.copy_(master_);  // rounded to the parameters' dtype
-    } else {
-      FlatAdamWStep(owned_params, grad, exp_avg_, exp_avg_sq_, spec, scale);
-    }
+    optimizer_.Step(ctx, owned_params, grad, ClipScale(norm, spec.grad_clip), spec);
     GatherPartitions(Comm(), flat_params_, layout_);
     for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
     flat_grad_ = at::Tensor();
@@ -141,13 +125,7 @@ class ZeroEngine final : public BlockBackwardListener {
   // memory: it shows in host_pool_peak_bytes instead).
   void AddModelState(ModelStateTensors& state) const {
     if (owned_grad_.defined()) state.grads.push_back(owned_grad_);
-    if (!options_.offload_optimizer) {
-      if (master_.defined()) state.optimizer.push_back(master_);
-      if (exp_avg_.defined()) {
-        state.optimizer.push_back(exp_avg_);
-        state.optimizer.push_back(exp_avg_sq_);
-      }
-    }
+    optimizer_.AddModelState(state);
   }
 
   const FlatPartition& Layout() const { return layout_; }
@@ -167,25 +145,6 @@ class ZeroEngine final : public BlockBackwardListener {
     }
   }
 
-  // Created at the first update, as the host's AdamW does (the master partition of bf16
-  // parameters exists from the optimizer stage on: AdoptOptimizerParameters).
-  void AllocateState(RunContext& ctx) {
-    const int64_t n = layout_.partition;
-    if (options_.offload_optimizer) {
-      HostPool& pool = *ctx.host_pool;
-      exp_avg_ = pool.Zeros({n}, at::kFloat);
-      exp_avg_sq_ = pool.Zeros({n}, at::kFloat);
-      host_grad_ = pool.Zeros({n}, at::kFloat);
-      if (!master_.defined()) {
-        master_ = pool.Empty({n}, at::kFloat);
-        master_.copy_(flat_params_.narrow(0, layout_.Begin(layout_.rank), n));
-      }
-    } else {
-      exp_avg_ = at::zeros({n}, flat_params_.options().dtype(at::kFloat));
-      exp_avg_sq_ = at::zeros({n}, flat_params_.options().dtype(at::kFloat));
-    }
-  }
-
   ZeroOptions options_;
   Communicator* comm_ = nullptr;
   SoloCommunicator solo_;
@@ -196,9 +155,7 @@ class ZeroEngine final : public BlockBackwardListener {
   at::Tensor owned_grad_;  // stage 2: this rank's gradient partition, during a step
   BlockGroups groups_;     // stage 2
   GradientGroups grads_;   // stage 2
-  at::Tensor exp_avg_, exp_avg_sq_;
-  at::Tensor master_;     // fp32 partition: bf16 parameters' masters, or offload_optimizer = cpu
-  at::Tensor host_grad_;  // offload_optimizer = cpu
+  PartitionOptimizer optimizer_;
 };
 
 }  // namespace memsweep::sharding

@@ -30,8 +30,6 @@ ParamUnits::ParamUnits(std::vector<at::Tensor>& params,
                        at::Tensor owned)
     : params_(params), layout_(layout), owned_(std::move(owned)) {
   torch::NoGradGuard no_grad;
-  const int64_t my_begin = layout_.Begin(layout_.rank);
-  const int64_t my_end = my_begin + layout_.partition;
   for (size_t g = 0; g < groups.size(); ++g) {
     ParamUnit partitioned, persistent;
     persistent.persistent = true;
@@ -48,9 +46,7 @@ ParamUnits::ParamUnits(std::vector<at::Tensor>& params,
       unit->flat = at::empty({unit->numel}, params_.front().options());
       for (size_t i = 0; i < unit->params.size(); ++i) {
         at::Tensor& p = params_[unit->params[i]];
-        const int64_t global = layout_.offsets[unit->params[i]];
-        const int64_t lo = std::max(global, my_begin), hi = std::min(global + p.numel(), my_end);
-        if (lo < hi) owned_.narrow(0, lo - my_begin, hi - lo).copy_(p.reshape({-1}).narrow(0, lo - global, hi - lo));
+        CopyIntoPartition(p, layout_.offsets[unit->params[i]], layout_, owned_);
         at::Tensor view = unit->flat.narrow(0, unit->offsets[i], p.numel()).view(p.sizes());
         view.copy_(p);
         p.set_data(view);

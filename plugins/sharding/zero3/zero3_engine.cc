@@ -5,11 +5,11 @@
 #include <stdexcept>
 
 #include "../common/collectives.h"
-#include "../common/flat_adamw.h"
 
 namespace memsweep::sharding {
 
-Zero3Engine::Zero3Engine(Zero3Options options) : options_(options) {
+Zero3Engine::Zero3Engine(Zero3Options options)
+    : options_(options), optimizer_(options.offload_optimizer) {
   if (options_.reduce_bucket_size < 1) {
     throw std::invalid_argument("reduce_bucket_size must be at least 1 element");
   }
@@ -87,44 +87,15 @@ model::BlockRunner Zero3Engine::WrapBlockRunner(model::BlockRunner inner) {
 }
 
 void Zero3Engine::AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated) {
-  if (AreTheParameters(updated, params_)) return;
-  master_ = options_.offload_optimizer
-                ? ctx.host_pool->Empty({layout_.partition}, at::kFloat)
-                : at::empty({layout_.partition}, at::TensorOptions().dtype(at::kFloat));
-  AdoptMasters(updated, params_, layout_, master_);
+  optimizer_.Adopt(ctx, updated, params_, layout_);
 }
 
 double Zero3Engine::OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
   torch::NoGradGuard no_grad;
   const double norm = PartitionedNorm(Comm(), owned_grad_);
-  const double scale = ClipScale(norm, spec.grad_clip);
   at::Tensor owned = units_->Owned();
-  const int64_t n = layout_.partition;
-  if (!exp_avg_.defined()) {
-    if (options_.offload_optimizer) {
-      exp_avg_ = ctx.host_pool->Zeros({n}, at::kFloat);
-      exp_avg_sq_ = ctx.host_pool->Zeros({n}, at::kFloat);
-      host_grad_ = ctx.host_pool->Zeros({n}, at::kFloat);
-      if (!master_.defined()) {
-        // fp32 parameters offloaded too: the owned partition already is the host master copy.
-        master_ = options_.offload_param ? owned : ctx.host_pool->Empty({n}, at::kFloat);
-        if (!options_.offload_param) master_.copy_(owned);
-      }
-    } else {
-      exp_avg_ = at::zeros({n}, owned_grad_.options().dtype(at::kFloat));
-      exp_avg_sq_ = at::zeros({n}, owned_grad_.options().dtype(at::kFloat));
-    }
-  }
-  if (options_.offload_optimizer) {
-    host_grad_.copy_(owned_grad_);
-    FlatAdamWStep(master_, host_grad_, exp_avg_, exp_avg_sq_, spec, scale);
-  } else if (master_.defined()) {
-    FlatAdamWStep(master_, owned_grad_, exp_avg_, exp_avg_sq_, spec, scale);
-  } else {
-    FlatAdamWStep(owned, owned_grad_, exp_avg_, exp_avg_sq_, spec, scale);
-  }
-  // Rounded to the parameters' dtype; nothing to copy when the master is the owned partition.
-  if (master_.defined() && !master_.is_same(owned)) owned.copy_(master_);
+  optimizer_.Step(ctx, owned, owned_grad_, ClipScale(norm, spec.grad_clip), spec,
+                  /*owned_in_host_pool=*/options_.offload_param);
   units_->RefreshPersistent(Comm());
   owned_grad_ = at::Tensor();
   return norm;
@@ -133,13 +104,7 @@ double Zero3Engine::OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec
 void Zero3Engine::AddModelState(ModelStateTensors& state) const {
   if (!options_.offload_param && units_) state.params.push_back(units_->Owned());
   if (owned_grad_.defined()) state.grads.push_back(owned_grad_);
-  if (!options_.offload_optimizer) {
-    if (master_.defined()) state.optimizer.push_back(master_);
-    if (exp_avg_.defined()) {
-      state.optimizer.push_back(exp_avg_);
-      state.optimizer.push_back(exp_avg_sq_);
-    }
-  }
+  optimizer_.AddModelState(state);
 }
 
 }  // namespace memsweep::sharding

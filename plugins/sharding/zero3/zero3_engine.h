@@ -21,12 +21,13 @@
 #include <ATen/ATen.h>
 
 #include <memory>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 #include "../common/block_backward_hooks.h"
 #include "../common/block_groups.h"
 #include "../common/gradient_groups.h"
+#include "../common/partition_optimizer.h"
 #include "../common/solo_communicator.h"
 #include "param_units.h"
 #include "memsweep/strategy.h"
@@ -72,8 +73,7 @@ class Zero3Engine final : public BlockBackwardListener {
   size_t blocks_ = 0;  // groups 0..blocks_-1 are the blocks, group blocks_ the rest
   GradientGroups grads_;
   at::Tensor owned_grad_;
-  at::Tensor exp_avg_, exp_avg_sq_, host_grad_;
-  at::Tensor master_;  // fp32 partition: bf16 parameters' masters, or offload_optimizer = cpu
+  PartitionOptimizer optimizer_;
 };
 
 }  // namespace memsweep::sharding
