@@ -12,6 +12,7 @@
 #include "core/cli/query_command.h"
 #include "core/cli/run_command.h"
 #include "core/cli/worker_command.h"
+#include "core/env/environment.h"
 #include "core/memory/tracking_allocator.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
   CLI::App app{"memsweep: which memory strategies let an LLM training run fit, at what speed, "
                "and do they change the loss"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    return memsweep::env::VersionLine(memsweep::env::DescribeEnvironment());
+  });
   int exit_code = 0;
   memsweep::cli::RunOptions run_options;
   memsweep::cli::AddRunCommand(app, run_options, exit_code);

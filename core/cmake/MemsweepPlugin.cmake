@@ -28,6 +28,7 @@ function(memsweep_add_plugin NAME)
   endif()
   if(TARGET memsweep_plugin_pch)  # memsweep's own tree only
     target_precompile_headers(${NAME} REUSE_FROM memsweep_plugin_pch)
+    memsweep_skip_pch_where_unused(${NAME})
   endif()
   target_link_options(${NAME} PRIVATE
     -Wl,--version-script=${_MEMSWEEP_PLUGIN_CMAKE_DIR}/memsweep_plugin.map

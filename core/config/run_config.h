@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/data/data_config.h"
-#include "core/env/gemm_backend.h"
 #include "core/model/llama_config.h"
 #include "memsweep/plugin_params.h"
 
@@ -46,7 +45,6 @@ struct DeviceSection {
   std::string type = "cpu";
   int threads = 0;  // 0 = every available core
   std::optional<int64_t> memory_budget_bytes;
-  env::GemmBackend gemm = env::GemmBackend::kOneDnn;
   // Ranks of a data-parallel run (docs/distributed.md); each rank reads its share of every
   // global batch. memory_budget and threads apply to each rank.
   int world_size = 1;

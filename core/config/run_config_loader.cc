@@ -116,8 +116,8 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
                                                 "world_size", "collective_timeout"});
   if (auto i = r.ReadChoice("type", {"cpu", "cuda"})) {
     if (*i == 1) {
-      throw ConfigError(r.At("type") + " = \"cuda\": this memsweep was built against a LibTorch "
-                        "without CUDA; use type = \"cpu\" with a memory_budget to simulate a GPU");
+      throw ConfigError(r.At("type") + " = \"cuda\": this memsweep runs cells on the CPU device "
+                        "only; use type = \"cpu\" with a memory_budget to simulate a GPU");
     }
   }
   r.Read("threads", d.threads);
@@ -141,8 +141,11 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
     }
     d.memory_budget_bytes = bytes;
   }
-  if (auto i = r.ReadChoice("gemm", {"onednn", "blas"})) {
-    d.gemm = *env::ParseGemmBackend(*i == 0 ? "onednn" : "blas");
+  if (r.Has("gemm")) {
+    // memsweep used to forward Debian LibTorch's BLAS calls to oneDNN; LibTorch 2.11 runs its
+    // GEMMs on the MKL and oneDNN built into it, and there is nothing left to choose.
+    throw ConfigError(r.At("gemm") + " is no longer a setting: LibTorch " + "2.11 runs fp32 "
+                      "matrix products on its own MKL/oneDNN. Delete the line.");
   }
 }
 

@@ -1,6 +1,9 @@
 #include "core/env/environment.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <dlfcn.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -9,11 +12,13 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "core/env/gemm_backend.h"
 #include "core/env/threads.h"
 
 #ifndef MEMSWEEP_VERSION
 #define MEMSWEEP_VERSION "unknown"
+#endif
+#ifndef MEMSWEEP_CUDA_BUILD
+#define MEMSWEEP_CUDA_BUILD 0
 #endif
 #ifndef MEMSWEEP_GIT_REVISION
 #define MEMSWEEP_GIT_REVISION "unknown"
@@ -34,8 +39,9 @@ std::string CpuModel() {
   return "unknown";
 }
 
-std::string SystemBlasPath() {
-  void* sym = dlsym(RTLD_NEXT, "sgemm_");
+// The shared object that holds a symbol of the process (resolved path), or "".
+std::string LibraryOf(const char* symbol) {
+  void* sym = dlsym(RTLD_DEFAULT, symbol);
   Dl_info info{};
   if (sym == nullptr || dladdr(sym, &info) == 0 || info.dli_fname == nullptr) return "";
   char resolved[PATH_MAX];
@@ -43,16 +49,22 @@ std::string SystemBlasPath() {
   return resolved;
 }
 
-std::string BlasKind(const std::string& path) {
-  if (path.empty()) return "unknown";
-  if (path.find("openblas-openmp") != std::string::npos) return "openblas-openmp";
-  if (path.find("openblas-pthread") != std::string::npos) return "openblas-pthread";
-  if (path.find("openblas-serial") != std::string::npos) return "openblas-serial";
-  if (path.find("blis") != std::string::npos) return "blis";
-  if (path.find("atlas") != std::string::npos) return "atlas";
-  if (path.find("mkl") != std::string::npos) return "mkl";
-  if (path.find("/blas/") != std::string::npos) return "reference";
-  return "unknown";
+// "major.minor.patch" from a version number packed as major*10000 + minor*100 + patch (cuDNN 9,
+// NCCL 2.19+) or major*1000 + minor*10 (CUDA runtime).
+std::string Dotted(long packed, bool cuda_runtime) {
+  if (packed <= 0) return "";
+  if (cuda_runtime) return std::to_string(packed / 1000) + "." + std::to_string(packed % 1000 / 10);
+  return std::to_string(packed / 10000) + "." + std::to_string(packed % 10000 / 100) + "." +
+         std::to_string(packed % 100);
+}
+
+// NCCL's version from the libnccl that libtorch_cuda loaded, if any.
+std::string NcclVersion() {
+  using GetVersion = int (*)(int*);
+  auto get = reinterpret_cast<GetVersion>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  int version = 0;
+  if (get == nullptr || get(&version) != 0) return "";
+  return Dotted(version, false);
 }
 
 }  // namespace
@@ -65,16 +77,32 @@ EnvironmentInfo DescribeEnvironment() {
   info.cores = AvailableCores();
   info.threads = at::get_num_threads();
   info.torch_version = TORCH_VERSION;
-  info.blas_library = SystemBlasPath();
-  info.blas_kind = BlasKind(info.blas_library);
-  info.gemm_backend = GemmBackendName(ActiveGemmBackend());
+  info.cpu_capability = at::get_cpu_capability();
+  info.blas_library = LibraryOf("sgemm_");
+  info.blas_kind = at::hasMKL() ? "mkl" : "unknown";
+  info.cuda_build = MEMSWEEP_CUDA_BUILD != 0;
+  if (info.cuda_build) {
+    const auto& hooks = at::detail::getCUDAHooks();
+    info.cuda_runtime = Dotted(hooks.versionCUDART(), true);
+    try {
+      info.cudnn_version = Dotted(hooks.versionCuDNN(), false);
+    } catch (const std::exception&) {  // a build without cuDNN
+    }
+    info.nccl_version = NcclVersion();
+  }
   info.memsweep_version = MEMSWEEP_VERSION;
   info.git_revision = MEMSWEEP_GIT_REVISION;
   return info;
 }
 
-bool IsReferenceBlas(const EnvironmentInfo& info) {
-  return info.blas_kind == "reference" && info.gemm_backend == "blas";
+std::string VersionLine(const EnvironmentInfo& info) {
+  std::string line = "memsweep " + info.memsweep_version + " (" + info.git_revision +
+                     "), LibTorch " + info.torch_version + ", ";
+  if (!info.cuda_build) return line + "CUDA: not built in (CPU only)";
+  line += "CUDA: built in (runtime " + info.cuda_runtime;
+  if (!info.cudnn_version.empty()) line += ", cuDNN " + info.cudnn_version;
+  if (!info.nccl_version.empty()) line += ", NCCL " + info.nccl_version;
+  return line + ")";
 }
 
 }  // namespace memsweep::env

@@ -2,7 +2,7 @@
 // that figures from different machines are never compared blindly.
 //
 //   EnvironmentInfo env = DescribeEnvironment();
-//   if (env.blas_kind == "reference") spdlog::warn(...);
+//   std::cout << env.torch_version << (env.cuda_build ? " with CUDA " + env.cuda_runtime : "");
 #pragma once
 
 #include <string>
@@ -14,17 +14,21 @@ struct EnvironmentInfo {
   std::string cpu_model;
   int cores = 0;            // cores this process may use
   int threads = 0;          // LibTorch intra-op threads in force
-  std::string torch_version;
-  std::string blas_library;  // resolved path of the libblas.so.3 behind sgemm_
-  std::string blas_kind;     // "openblas-openmp", "openblas-pthread", "reference", ... or "unknown"
-  std::string gemm_backend;  // what memsweep's sgemm_ forwards to: "onednn" or "blas"
+  std::string torch_version;    // LibTorch's version, e.g. "2.11.0"
+  std::string cpu_capability;   // the ATen CPU kernels in use: "AVX512", "AVX2", "DEFAULT", ...
+  std::string blas_library;     // the library holding LibTorch's sgemm_ (libtorch_cpu.so: MKL)
+  std::string blas_kind;        // "mkl" when LibTorch was built with MKL, else "unknown"
+  bool cuda_build = false;      // memsweep was built with LibTorch's CUDA libraries
+  std::string cuda_runtime;     // CUDA runtime version of the build ("13.0"); empty without CUDA
+  std::string cudnn_version;    // cuDNN version LibTorch reports ("9.19.0"); empty without
+  std::string nccl_version;     // NCCL loaded with LibTorch ("2.28.9"); empty without
   std::string memsweep_version;
   std::string git_revision;
 };
 
 EnvironmentInfo DescribeEnvironment();
 
-// True when fp32 GEMM would run on Debian's reference BLAS (30-100x slower than optimized).
-bool IsReferenceBlas(const EnvironmentInfo& info);
+// One line for `memsweep --version`: memsweep, LibTorch, CUDA build and its library versions.
+std::string VersionLine(const EnvironmentInfo& info);
 
 }  // namespace memsweep::env

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <tuple>
 
-#include "core/env/gemm_backend.h"
 
 namespace memsweep::env {
 
@@ -31,9 +30,8 @@ double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions&
 
 double CachedGemmPeakFlops(c10::ScalarType dtype) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int>, double> cache;
-  const auto key = std::make_tuple(static_cast<int>(dtype), static_cast<int>(ActiveGemmBackend()),
-                                   at::get_num_threads());
+  static std::map<std::tuple<int, int>, double> cache;
+  const auto key = std::make_tuple(static_cast<int>(dtype), at::get_num_threads());
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, MeasureGemmPeakFlops(dtype)).first;

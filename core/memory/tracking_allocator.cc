@@ -63,7 +63,7 @@ TrackingAllocator& TrackingAllocator::Install() {
 
 bool TrackingAllocator::Installed() { return g_installed.load(); }
 
-c10::DataPtr TrackingAllocator::allocate(size_t nbytes) const {
+c10::DataPtr TrackingAllocator::allocate(size_t nbytes) {
   const c10::Device device(c10::DeviceType::CPU);
   if (nbytes == 0) return {nullptr, nullptr, &TrackingAllocator::Delete, device};
   void* ptr = nullptr;
@@ -80,6 +80,10 @@ c10::DataPtr TrackingAllocator::allocate(size_t nbytes) const {
 }
 
 c10::DeleterFnPtr TrackingAllocator::raw_deleter() const { return &TrackingAllocator::Delete; }
+
+void TrackingAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  default_copy_data(dest, src, count);
+}
 
 void TrackingAllocator::Delete(void* ptr) {
   if (ptr != nullptr) Instance().Free(ptr);

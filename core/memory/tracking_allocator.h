@@ -60,8 +60,10 @@ class TrackingAllocator final : public c10::Allocator {
   static TrackingAllocator& Install();
   static bool Installed();
 
-  c10::DataPtr allocate(size_t nbytes) const override;
+  c10::DataPtr allocate(size_t nbytes) override;
   c10::DeleterFnPtr raw_deleter() const override;
+  // Tensor copies between blocks of this allocator (Storage clone): a plain memcpy.
+  void copy_data(void* dest, const void* src, std::size_t count) const override;
 
   // Replaces the backend. Blocks still held by an earlier backend go back to it when freed.
   void SetBackend(std::shared_ptr<MemoryBackend> backend);

@@ -59,7 +59,10 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
                          " threads, budget " +
                          (cfg.device.memory_budget_bytes ? FormatBytes(*cfg.device.memory_budget_bytes)
                                                          : std::string("none")));
-  Row(out, "gemm", r.environment.gemm_backend + " (system BLAS: " + r.environment.blas_kind + ")");
+  Row(out, "libtorch", r.environment.torch_version + ", CPU kernels " +
+                           r.environment.cpu_capability + ", BLAS " + r.environment.blas_kind +
+                           (r.environment.cuda_build ? ", CUDA " + r.environment.cuda_runtime
+                                                     : std::string(", no CUDA")));
   Row(out, "steps", std::to_string(s.steps_completed) + " (" + std::to_string(s.measured_steps) +
                         " measured after warm-up)");
   out << "\n throughput\n";
@@ -130,9 +133,7 @@ nlohmann::json RunConfigToJson(const config::RunConfig& cfg) {
                     {"lr_warmup_steps", o.lr_warmup_steps}, {"beta1", o.beta1},
                     {"beta2", o.beta2},   {"eps", o.eps},
                     {"weight_decay", o.weight_decay}, {"grad_clip", o.grad_clip}};
-  j["device"] = {{"type", cfg.device.type},
-                 {"threads", cfg.device.threads},
-                 {"gemm", env::GemmBackendName(cfg.device.gemm)}};
+  j["device"] = {{"type", cfg.device.type}, {"threads", cfg.device.threads}};
   if (cfg.device.memory_budget_bytes) {
     j["device"]["memory_budget_bytes"] = *cfg.device.memory_budget_bytes;
   }
@@ -161,7 +162,9 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
   j["environment"] = {{"hostname", e.hostname},       {"cpu_model", e.cpu_model},
                       {"cores", e.cores},             {"threads", e.threads},
                       {"torch_version", e.torch_version}, {"blas_library", e.blas_library},
-                      {"blas_kind", e.blas_kind},     {"gemm_backend", e.gemm_backend},
+                      {"blas_kind", e.blas_kind},     {"cpu_capability", e.cpu_capability},
+                      {"cuda_build", e.cuda_build},   {"cuda_runtime", e.cuda_runtime},
+                      {"cudnn_version", e.cudnn_version}, {"nccl_version", e.nccl_version},
                       {"memsweep_version", e.memsweep_version},
                       {"git_revision", e.git_revision}};
   const auto& s = r.summary;

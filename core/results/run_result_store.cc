@@ -55,7 +55,11 @@ const std::vector<Field>& EnvironmentFields() {
       {"torch_version", "environment", "torch_version"},
       {"blas_library", "environment", "blas_library"},
       {"blas_kind", "environment", "blas_kind"},
-      {"gemm_backend", "environment", "gemm_backend"},
+      {"cpu_capability", "environment", "cpu_capability"},
+      {"cuda_build", "environment", "cuda_build"},
+      {"cuda_runtime", "environment", "cuda_runtime"},
+      {"cudnn_version", "environment", "cudnn_version"},
+      {"nccl_version", "environment", "nccl_version"},
       {"memsweep_version", "environment", "memsweep_version"},
       {"git_revision", "environment", "git_revision"}};
   return kFields;

@@ -256,6 +256,17 @@ CREATE TABLE run_ranks (
 );
 )sql";
 
+// Version 4: LibTorch 2.11 from the PyPI wheel. What the build and the machine offer: ATen's CPU
+// kernel level, whether CUDA is built in and its library versions. gemm_backend (memsweep's old
+// sgemm_ forwarding) stays for older rows and is no longer written.
+constexpr const char* kVersion4 = R"sql(
+ALTER TABLE environments ADD COLUMN cpu_capability TEXT;
+ALTER TABLE environments ADD COLUMN cuda_build INTEGER;
+ALTER TABLE environments ADD COLUMN cuda_runtime TEXT;
+ALTER TABLE environments ADD COLUMN cudnn_version TEXT;
+ALTER TABLE environments ADD COLUMN nccl_version TEXT;
+)sql";
+
 ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t known) {
   return ResultsError(path, "schema version " + std::to_string(version) +
                                 " is newer than this memsweep knows (" + std::to_string(known) +
@@ -265,7 +276,8 @@ ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t kn
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
-  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
+  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
+                                                     {4, kVersion4}};
   return kMigrations;
 }
 

@@ -12,7 +12,6 @@
 #include <set>
 
 #include "core/env/environment.h"
-#include "core/env/gemm_backend.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/malloc_host_pool.h"
@@ -159,11 +158,6 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   context.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
                                          [&] { return allocator->MakeBackend(); }));
   result.environment = env::DescribeEnvironment();
-  if (env::IsReferenceBlas(result.environment)) {
-    spdlog::warn("fp32 GEMM runs on the reference BLAS ({}): training is 30-100x slower. Install "
-                 "libopenblas0-openmp or set [device] gemm = \"onednn\".",
-                 result.environment.blas_library);
-  }
   stages.End();
 
   // model: attention and block execution come from their slots.
@@ -326,10 +320,9 @@ RunResult Trainer::Run() {
   auto& tracker = memory::TrackingAllocator::Instance();
   tracker.ClearLastOom();
   const auto start = Clock::now();
-  // Threads and the GEMM path first, then the calibration: it measures the machine, not the run,
-  // so it runs outside the budget and before the run's memory accounting starts.
+  // Threads first, then the calibration: it measures the machine, not the run, so it runs
+  // outside the budget and before the run's memory accounting starts.
   env::SetThreads(config_.device.threads);
-  env::SetGemmBackend(config_.device.gemm);
   c10::ScalarType compute_dtype = at::kFloat;
   try {
     // What loss-equivalence verification needs to know of each plugin (docs/results.md).

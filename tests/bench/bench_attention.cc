@@ -1,5 +1,7 @@
 // memsweep_bench_attention: time and peak memory of the attention plugins' kernels — eager,
-// chunked, flash — on one attention call, forward + backward (docs/benchmarks.md).
+// chunked, flash — and of ATen's own CPU attention (at::scaled_dot_product_attention, which has a
+// flash path on CPU in LibTorch 2.x) on one attention call, forward + backward
+// (docs/benchmarks.md).
 // Shape as issue 5 sets it: b=4, heads=8, head_dim=64, causal, s = 512 ... 4096, fp32 and bf16.
 // Variants run interleaved within each round (the order rotates), so load from other tenants of
 // a shared machine spreads over all of them; ratios are medians of per-round ratios.
@@ -22,7 +24,6 @@
 #include "attention/chunked/chunked_attention.h"
 #include "attention/eager/eager_attention.h"
 #include "attention/flash/flash_attention.h"
-#include "core/env/gemm_backend.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
@@ -102,9 +103,6 @@ int main(int argc, char** argv) {
   std::printf("flash tiles: q_tile=%lld k_tile=%lld (L2 %lld KiB)  chunked block: %d\n",
               static_cast<long long>(resolved.q_tile), static_cast<long long>(resolved.k_tile),
               static_cast<long long>(plugins::flash::L2CacheBytes() / 1024), chunk_block);
-  std::printf("fp32 GEMM path: %s (memsweep's sgemm_ shim %s)\n",
-              env::GemmBackendName(env::ActiveGemmBackend()).c_str(),
-              env::GemmShimActive() ? "active" : "NOT active: fp32 matmuls use the system BLAS");
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   const double peak_fp32 = env::CachedGemmPeakFlops(at::kFloat);
   const double peak_bf16 = env::CachedGemmPeakFlops(at::kBFloat16);
@@ -115,10 +113,15 @@ int main(int argc, char** argv) {
       {"eager", plugins::EagerCausalAttention},
       {"chunked", plugins::MakeChunkedAttention(chunk_block)},
       {"flash", plugins::flash::MakeFlashAttention(tiles)},
+      // ATen's fused CPU attention, called as attention/sdpa calls it (causal, no mask).
+      {"aten_sdpa", [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const model::AttentionInputs&) {
+         return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+       }},
   };
   for (const auto& v : all) RunOnce(v.fn, 256, at::kFloat);  // warm-up: thread pool, pages
 
-  std::printf("%-5s %5s %-8s %10s %10s %12s %9s %10s %10s %8s\n", "dtype", "seq", "variant",
+  std::printf("%-5s %5s %-9s %10s %10s %12s %9s %10s %10s %8s\n", "dtype", "seq", "variant",
               "median_s", "best_s", "peak_MiB", "GFLOP/s", "%gemm_fp32", "speedup_fl", "mem_fl");
   for (int seq = 512; seq <= max_seq; seq *= 2) {
     for (const c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
@@ -146,7 +149,7 @@ int main(int argc, char** argv) {
         const double median = Median(times[v.name]);
         const double best = *std::min_element(times[v.name].begin(), times[v.name].end());
         const double flops = CausalFlops(seq) / median;
-        std::printf("%-5s %5d %-8s %10.3f %10.3f %12.1f %9.1f %9.1f%% %9.2fx %7.1f%%\n",
+        std::printf("%-5s %5d %-9s %10.3f %10.3f %12.1f %9.1f %9.1f%% %9.2fx %7.1f%%\n",
                     dtype == at::kFloat ? "fp32" : "bf16", seq, v.name.c_str(), median, best,
                     MiB(peaks[v.name]), flops / 1e9, 100.0 * flops / peak_fp32,
                     Median(ratio_vs_flash[v.name]),

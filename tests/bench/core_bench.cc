@@ -1,6 +1,7 @@
 // memsweep_bench_core: the figures of the foundation (docs/benchmarks.md).
 //   1. the machine's fp32 peak (register-only FMA probe)
-//   2. fp32 GEMM through memsweep's sgemm_ path: oneDNN vs the system BLAS, % of that peak
+//   2. fp32 and bf16 GEMM (at::mm, LibTorch's own MKL/oneDNN) at the small preset's shapes, as a
+//      share of that peak and of the calibrated GEMM rate that MFU divides by
 //   3. training-step throughput and MFU of the `small` preset (fp32)
 //   4. memsweep's loop against a bare LibTorch loop doing the same work (overhead)
 //
@@ -17,7 +18,7 @@
 
 #include "bare_loop.h"
 #include "core/env/environment.h"
-#include "core/env/gemm_backend.h"
+#include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/train/summary.h"
@@ -32,8 +33,8 @@ using memsweep::bench::ArgInt;
 
 using namespace memsweep;
 
-double GemmFlops(int64_t m, int64_t k, int64_t n, int repeats) {
-  const at::Tensor a = at::randn({m, k}), b = at::randn({k, n});
+double GemmFlops(int64_t m, int64_t k, int64_t n, int repeats, c10::ScalarType dtype) {
+  const at::Tensor a = at::randn({m, k}).to(dtype), b = at::randn({k, n}).to(dtype);
   at::Tensor c = at::mm(a, b);
   double best = 1e30;
   for (int i = 0; i < repeats; ++i) {
@@ -58,8 +59,9 @@ int main(int argc, char** argv) {
   const int seq_len = ArgInt(argc, argv, "--seq-len", 256);
   const int batch = ArgInt(argc, argv, "--batch", 4);
   const env::EnvironmentInfo info = env::DescribeEnvironment();
-  std::printf("memsweep_bench_core  cpu: %s  threads: %d  system BLAS: %s\n\n",
-              info.cpu_model.c_str(), threads, info.blas_kind.c_str());
+  std::printf("memsweep_bench_core  cpu: %s  threads: %d  LibTorch %s, ATen CPU kernels %s, "
+              "BLAS %s\n\n", info.cpu_model.c_str(), threads, info.torch_version.c_str(),
+              info.cpu_capability.c_str(), info.blas_kind.c_str());
 
   // 1. peak: the best of several probes spread over the GEMM measurements, since other tenants
   // of a shared machine can slow any single probe down.
@@ -76,29 +78,31 @@ int main(int argc, char** argv) {
                           {1024, 512, 1376, "small preset MLP up (1024 tokens)"},
                           {1024, 1376, 512, "small preset MLP down"},
                           {1024, 512, 8192, "small preset LM head"}};
-  std::printf("[gemm] fp32 at::mm through memsweep's sgemm_ (best of 8)\n");
-  struct Row { const Shape* shape; double onednn, blas; };
+  std::printf("[gemm] at::mm in fp32 and bf16 (best of 8)\n");
+  const double calib_fp32 = env::CachedGemmPeakFlops(at::kFloat);
+  const double calib_bf16 = env::CachedGemmPeakFlops(at::kBFloat16);
+  struct Row { const Shape* shape; double fp32, bf16; };
   std::vector<Row> rows;
   for (const Shape& s : shapes) {
     reprobe();
-    env::SetGemmBackend(env::GemmBackend::kOneDnn);
-    const double onednn = GemmFlops(s.m, s.k, s.n, 8);
-    env::SetGemmBackend(env::GemmBackend::kSystemBlas);
-    const double blas = GemmFlops(s.m, s.k, s.n, 8);
-    rows.push_back({&s, onednn, blas});
+    const double fp32 = GemmFlops(s.m, s.k, s.n, 8, at::kFloat);
+    const double bf16 = GemmFlops(s.m, s.k, s.n, 8, at::kBFloat16);
+    rows.push_back({&s, fp32, bf16});
   }
   reprobe();
   std::printf("  fp32 peak, register-only FMA probe (%s, %d threads, best of %zu probes): "
               "%.1f GFLOP/s\n", peak.isa.c_str(), threads, rows.size() + 2, peak.flops / 1e9);
-  std::printf("  %-36s %14s %8s %14s %8s\n", "shape", "onednn GF/s", "% peak", "blas GF/s",
-              "% peak");
+  std::printf("  calibrated GEMM rate (at::mm 1536^3, best of 4; MFU's denominator): fp32 %.1f, "
+              "bf16 %.1f GFLOP/s\n", calib_fp32 / 1e9, calib_bf16 / 1e9);
+  std::printf("  %-36s %10s %8s %8s %10s %8s %9s\n", "shape", "fp32 GF/s", "% peak", "% calib",
+              "bf16 GF/s", "% calib", "bf16/fp32");
   for (const Row& r : rows) {
-    std::printf("  %-36s %14.1f %7.1f%% %14.1f %7.1f%%\n", r.shape->what, r.onednn / 1e9,
-                100 * r.onednn / peak.flops, r.blas / 1e9, 100 * r.blas / peak.flops);
+    std::printf("  %-36s %10.1f %7.1f%% %7.1f%% %10.1f %7.1f%% %9.2f\n", r.shape->what,
+                r.fp32 / 1e9, 100 * r.fp32 / peak.flops, 100 * r.fp32 / calib_fp32, r.bf16 / 1e9,
+                100 * r.bf16 / calib_bf16, r.bf16 / r.fp32);
   }
-  env::SetGemmBackend(env::GemmBackend::kOneDnn);
   std::printf("\n");
-  
+
   // 3 + 4. training step, memsweep loop vs bare loop, interleaved rounds on identical batches.
   // max_length padding: identical work every step.
   const config::RunConfig cfg = testing_support::TinyRun(

@@ -26,8 +26,8 @@ struct ForwardState {
       std::lock_guard<std::mutex> lock(generator.mutex());
       state.generator_state = generator.get_state();
     }
-    state.autocast_enabled = at::autocast::is_cpu_enabled();
-    state.autocast_dtype = at::autocast::get_autocast_cpu_dtype();
+    state.autocast_enabled = at::autocast::is_autocast_enabled(at::kCPU);
+    state.autocast_dtype = at::autocast::get_autocast_dtype(at::kCPU);
     return state;
   }
 
@@ -37,8 +37,8 @@ struct ForwardState {
       std::lock_guard<std::mutex> lock(generator.mutex());
       generator.set_state(generator_state);
     }
-    at::autocast::set_cpu_enabled(autocast_enabled);
-    at::autocast::set_autocast_cpu_dtype(autocast_dtype);
+    at::autocast::set_autocast_enabled(at::kCPU, autocast_enabled);
+    at::autocast::set_autocast_dtype(at::kCPU, autocast_dtype);
   }
 };
 

@@ -18,8 +18,8 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
 
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext&) override {
     if (stage != memsweep::Stage::kForward) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
     enabled_ = true;
   }
 
@@ -32,7 +32,7 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   // state and must not outlive the run.
   void Disable() {
     if (!enabled_) return;
-    at::autocast::set_cpu_enabled(false);
+    at::autocast::set_autocast_enabled(at::kCPU, false);
     at::autocast::clear_cache();
     enabled_ = false;
   }

@@ -32,7 +32,7 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
       "[experiment]\nname = \"x\"\nsteps = 7\nseed = 9\n"
       "[model]\npreset = \"small\"\nnum_hidden_layers = 2\n" + kData +
           "[strategies.batching]\nseq_len = 64\npadding = \"max_length\"\nmicro_batch_size = 3\n"
-          "[optimizer]\nlr = 1\n[device]\nthreads = 1\nmemory_budget = \"2GiB\"\ngemm = \"blas\"\n",
+          "[optimizer]\nlr = 1\n[device]\nthreads = 1\nmemory_budget = \"2GiB\"\n",
       kSource);
   EXPECT_EQ(cfg.experiment.name, "x");
   EXPECT_EQ(cfg.experiment.steps, 7);
@@ -48,7 +48,15 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
   EXPECT_EQ(cfg.strategies[4].params.Int("seq_len"), 64);
   EXPECT_DOUBLE_EQ(cfg.optimizer.lr, 1.0);
   EXPECT_EQ(cfg.device.memory_budget_bytes, 2LL << 30);
-  EXPECT_EQ(cfg.device.gemm, env::GemmBackend::kSystemBlas);
+}
+
+TEST(RunConfigLoaderTest, TheRemovedGemmSettingIsRefusedWithItsLine) {
+  // [device] gemm chose memsweep's sgemm_ forwarding under Debian's LibTorch 1.13; files that
+  // still carry it are told to delete it rather than silently ignored.
+  const std::string error = ErrorOf(kData + "[device]\nthreads = 1\ngemm = \"onednn\"\n");
+  EXPECT_EQ(error.rfind(kSource + ":5:", 0), 0u) << error;
+  EXPECT_NE(error.find("no longer a setting"), std::string::npos) << error;
+  EXPECT_NE(error.find("Delete the line"), std::string::npos) << error;
 }
 
 TEST(RunConfigLoaderTest, MalformedTomlNamesFileLineAndColumn) {
@@ -86,7 +94,7 @@ TEST(RunConfigLoaderTest, ImpossibleConfigurationsSayWhatToChange) {
   EXPECT_NE(ErrorOf(kData + "[strategies.batching]\npadding = \"left\"\n")
                 .find("is not one of: longest, max_length"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(kData + "[device]\ntype = \"cuda\"\n").find("without CUDA"),
+  EXPECT_NE(ErrorOf(kData + "[device]\ntype = \"cuda\"\n").find("CPU device only"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kData + "[strategies.batching]\nseq_len = 5000\n")
                 .find("exceeds [model] max_position_embeddings"),

@@ -44,17 +44,17 @@ TEST(FullCheckpointingTest, RecomputeReplaysTheForwardsRandomNumbers) {
 TEST(FullCheckpointingTest, RecomputeRunsUnderTheForwardsAutocastState) {
   // The forward runs under bf16 autocast, backward outside it (as the precision hooks do).
   auto under_autocast = [](const std::function<at::Tensor()>& forward) {
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
     at::Tensor loss = forward();
-    at::autocast::set_cpu_enabled(false);
+    at::autocast::set_autocast_enabled(at::kCPU, false);
     at::autocast::clear_cache();
     return loss;
   };
   const auto plain = RunOneStep(Plain(), 2, EagerCausalAttention, under_autocast);
   const auto full = RunOneStep(Full(), 2, EagerCausalAttention, under_autocast);
   ExpectBitwiseEqualGrads(plain, full);
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
 TEST(FullCheckpointingTest, WithoutGradModeTheBlockSimplyRuns) {

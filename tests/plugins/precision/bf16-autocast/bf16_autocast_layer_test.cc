@@ -63,7 +63,7 @@ TEST(Bf16AutocastTest, HalvesTheSavedInputOfAKnownLinearLayer) {
   EXPECT_EQ(full.saved_bytes, kRows * kIn * 4);  // the fp32 input
   EXPECT_EQ(half.saved_bytes, kRows * kIn * 2);  // its bf16 copy; the fp32 one is freed
   EXPECT_EQ(2 * half.saved_bytes, full.saved_bytes);
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ TEST(Bf16AutocastTest, TrainsCloseToFp32WithSmallerSavedActivations) {
   // the loss stay fp32 under autocast; see docs/benchmarks.md).
   EXPECT_LT(bf16_run.memory.saved_activations_bytes, fp32_run.memory.saved_activations_bytes)
       << bf16_run.memory.saved_activations_bytes << " vs " << fp32_run.memory.saved_activations_bytes;
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
 TEST(Bf16AutocastTest, AutocastDoesNotOutliveAnOomInForward) {
@@ -41,7 +41,7 @@ TEST(Bf16AutocastTest, AutocastDoesNotOutliveAnOomInForward) {
                                                  "strategies.batching.padding=max_length",
                                                  "device.memory_budget=\"3MiB\""}));
   ASSERT_EQ(oom.status, train::RunStatus::kOom) << oom.error;
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
 TEST(Fp16PrecisionTest, IsRejectedOnTheCpuAtValidation) {

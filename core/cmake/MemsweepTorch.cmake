@@ -1,0 +1,113 @@
+# Finds the LibTorch memsweep builds against: the PyPI wheel torch==<tools/torch-version> (a CUDA
+# 13.0 build that also runs on machines without a GPU), or a torch of that version you already
+# have. Sets, for the rest of the build:
+#   MEMSWEEP_TORCH            the torch package folder (include/, lib/, share/cmake/)
+#   MEMSWEEP_TORCH_LIBRARIES  what to link
+#   MEMSWEEP_CUDA             ON when the CUDA libraries are linked in (libtorch_cuda, libc10_cuda)
+#   MEMSWEEP_CUDA_SOURCE      how CUDA was found ("toolkit <dir>", "wheel headers", or why not)
+#
+# MEMSWEEP_TORCH comes from -DMEMSWEEP_TORCH=..., else the environment variable of that name
+# (tools/build passes what tools/setup-deps printed).
+#
+# With a CUDA toolkit (nvcc) present, the wheel's own CMake package (find_package(Torch)) is used:
+# it needs nvcc at configure time. Without one — a fresh Debian machine, a GPU box with only a
+# driver and pip's torch — the wheel's libraries are imported directly, and the CUDA headers come
+# from the wheel's own nvidia-cuda-runtime dependency (nvidia/cu13/include), so the build still
+# has CUDA: memsweep compiles no CUDA kernels, it only calls LibTorch's CUDA API from C++.
+# The installed SDK's memsweepConfig.cmake includes this file too, with MEMSWEEP_TORCH and
+# MEMSWEEP_TORCH_WANTED set to what memsweep was built against, so a plugin links the same torch.
+if(NOT MEMSWEEP_TORCH_WANTED)
+  file(READ ${PROJECT_SOURCE_DIR}/tools/torch-version MEMSWEEP_TORCH_WANTED)
+  string(STRIP "${MEMSWEEP_TORCH_WANTED}" MEMSWEEP_TORCH_WANTED)
+endif()
+
+if(NOT MEMSWEEP_TORCH AND DEFINED ENV{MEMSWEEP_TORCH})
+  set(MEMSWEEP_TORCH "$ENV{MEMSWEEP_TORCH}")
+endif()
+set(MEMSWEEP_TORCH "${MEMSWEEP_TORCH}" CACHE PATH
+    "The torch package folder (.../site-packages/torch); tools/setup-deps prints it")
+if(NOT MEMSWEEP_TORCH OR NOT EXISTS "${MEMSWEEP_TORCH}/share/cmake/Torch/TorchConfig.cmake")
+  message(FATAL_ERROR "memsweep: no LibTorch at '${MEMSWEEP_TORCH}'. Configure with "
+    "-DMEMSWEEP_TORCH=/path/to/site-packages/torch (torch ${MEMSWEEP_TORCH_WANTED}), or run "
+    "tools/build, which installs it.")
+endif()
+file(STRINGS "${MEMSWEEP_TORCH}/version.py" _version_line REGEX "^__version__")
+string(REGEX REPLACE "^__version__ *= *['\"]([^'\"]*)['\"].*" "\\1" MEMSWEEP_TORCH_FOUND_VERSION
+       "${_version_line}")
+if(NOT MEMSWEEP_TORCH_FOUND_VERSION MATCHES "^${MEMSWEEP_TORCH_WANTED}([+].*)?$")
+  message(FATAL_ERROR "memsweep: the torch at ${MEMSWEEP_TORCH} is version "
+    "'${MEMSWEEP_TORCH_FOUND_VERSION}'; memsweep needs ${MEMSWEEP_TORCH_WANTED} "
+    "(pip install torch==${MEMSWEEP_TORCH_WANTED}).")
+endif()
+
+set(_torch_lib ${MEMSWEEP_TORCH}/lib)
+set(_nvidia ${MEMSWEEP_TORCH}/../nvidia)
+find_program(MEMSWEEP_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
+             PATHS /usr/local/cuda/bin)
+
+if(MEMSWEEP_NVCC AND EXISTS ${_torch_lib}/libtorch_cuda.so)
+  get_filename_component(_cuda_root ${MEMSWEEP_NVCC} DIRECTORY)
+  get_filename_component(_cuda_root ${_cuda_root} DIRECTORY)
+  set(CMAKE_CUDA_COMPILER ${MEMSWEEP_NVCC})
+  set(CUDAToolkit_ROOT ${_cuda_root})
+  # memsweep compiles no kernels; the list only keeps Caffe2's arch detection quiet on machines
+  # without a GPU.
+  if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
+  endif()
+  list(APPEND CMAKE_PREFIX_PATH ${MEMSWEEP_TORCH}/share/cmake)
+  find_package(Torch REQUIRED)
+  # TorchConfig adds the toolkit's libnvrtc, which memsweep does not use.
+  set(MEMSWEEP_TORCH_LIBRARIES ${TORCH_LIBRARIES})
+  list(FILTER MEMSWEEP_TORCH_LIBRARIES EXCLUDE REGEX "libnvrtc")
+  set(MEMSWEEP_CUDA ON)
+  set(MEMSWEEP_CUDA_SOURCE "toolkit ${_cuda_root}")
+else()
+  # Import the wheel's libraries directly (find_package(Torch) of a CUDA wheel insists on nvcc).
+  set(TORCH_INCLUDE_DIRS ${MEMSWEEP_TORCH}/include ${MEMSWEEP_TORCH}/include/torch/csrc/api/include)
+  add_library(memsweep_torch INTERFACE IMPORTED GLOBAL)
+  target_include_directories(memsweep_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+  target_link_libraries(memsweep_torch INTERFACE ${_torch_lib}/libtorch_cpu.so ${_torch_lib}/libc10.so)
+  if(EXISTS ${_torch_lib}/libtorch_cuda.so AND EXISTS ${_nvidia}/cu13/include/cuda_runtime_api.h)
+    target_include_directories(memsweep_torch SYSTEM INTERFACE ${_nvidia}/cu13/include)
+    # --no-as-needed: libtorch_cuda registers the CUDA kernels when it loads; nothing in memsweep
+    # may reference it directly.
+    target_link_libraries(memsweep_torch INTERFACE ${_torch_lib}/libc10_cuda.so
+      "-Wl,--no-as-needed,${_torch_lib}/libtorch_cuda.so -Wl,--as-needed"
+      ${_nvidia}/cu13/lib/libcudart.so.13)
+    set(MEMSWEEP_CUDA ON)
+    set(MEMSWEEP_CUDA_SOURCE "wheel headers (no CUDA toolkit found)")
+  else()
+    set(MEMSWEEP_CUDA OFF)
+    set(MEMSWEEP_CUDA_SOURCE "none: this torch has no CUDA libraries")
+  endif()
+  set(MEMSWEEP_TORCH_LIBRARIES memsweep_torch)
+  set(TORCH_CXX_FLAGS "")
+  set(Torch_VERSION ${MEMSWEEP_TORCH_WANTED})
+endif()
+message(STATUS "memsweep: LibTorch ${MEMSWEEP_TORCH_FOUND_VERSION} at ${MEMSWEEP_TORCH}; "
+               "CUDA: ${MEMSWEEP_CUDA} (${MEMSWEEP_CUDA_SOURCE})")
+if(MEMSWEEP_SDK_CONSUMER)  # a third-party plugin's build: the rest is memsweep's own
+  return()
+endif()
+
+# gloo's headers, for c10d's ProcessGroupGloo.hpp (the wheel links gloo statically inside
+# libtorch_cpu.so but does not ship its headers). Headers only: no libgloo is ever linked.
+find_path(MEMSWEEP_GLOO_INCLUDE gloo/config.h
+  HINTS ENV MEMSWEEP_GLOO_INCLUDE "$ENV{XDG_CACHE_HOME}/memsweep/gloo-headers/include"
+        "$ENV{HOME}/.cache/memsweep/gloo-headers/include")
+if(NOT MEMSWEEP_GLOO_INCLUDE)
+  message(FATAL_ERROR "memsweep: gloo's headers not found (gloo/config.h). tools/setup-deps "
+    "unpacks them from Debian's libgloo-dev; or pass -DMEMSWEEP_GLOO_INCLUDE=<dir>.")
+endif()
+
+# fmt: the wheel ships fmt 12 headers in torch/include, which would shadow Debian's fmt 9 that
+# libspdlog is built against. A folder holding only Debian's fmt goes first on the include path.
+find_package(fmt REQUIRED)
+get_target_property(_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+if(NOT _fmt_include)
+  set(_fmt_include /usr/include)
+endif()
+set(MEMSWEEP_FMT_SHIM ${PROJECT_BINARY_DIR}/fmt-include)
+file(MAKE_DIRECTORY ${MEMSWEEP_FMT_SHIM})
+file(CREATE_LINK ${_fmt_include}/fmt ${MEMSWEEP_FMT_SHIM}/fmt SYMBOLIC)
