@@ -85,6 +85,25 @@ else()
   set(TORCH_CXX_FLAGS "")
   set(Torch_VERSION ${MEMSWEEP_TORCH_WANTED})
 endif()
+# The wheel's libraries are built against an older libstdc++ with the newer parts linked in
+# statically, and they export those copies (std::filesystem, std::chrono::tzdb, ...) without
+# symbol versions. A program whose NEEDED list names libtorch before libstdc++ binds its own
+# std::filesystem calls to libtorch's copies, which crash (remove_all jumps to address 0). Naming
+# libstdc++ first keeps the system's libstdc++ ahead of them in the lookup order.
+list(PREPEND MEMSWEEP_TORCH_LIBRARIES "-Wl,--push-state,--no-as-needed,-lstdc++,--pop-state")
+
+# OpenMP: memsweep's kernels call at::parallel_for inline, so they must run in the same OpenMP
+# runtime as ATen. The wheel carries its own libgomp.so.1 (same soname as the system's); code is
+# compiled with -fopenmp and linked against that one, so exactly one runtime is ever loaded
+# (tests/core/env/libtorch_platform_test.cc checks it).
+if(NOT TARGET memsweep::openmp)
+  add_library(memsweep::openmp INTERFACE IMPORTED GLOBAL)
+  set_target_properties(memsweep::openmp PROPERTIES
+    INTERFACE_COMPILE_OPTIONS -fopenmp
+    INTERFACE_LINK_LIBRARIES "${_torch_lib}/libgomp.so.1;Threads::Threads")
+endif()
+find_package(Threads REQUIRED)
+
 message(STATUS "memsweep: LibTorch ${MEMSWEEP_TORCH_FOUND_VERSION} at ${MEMSWEEP_TORCH}; "
                "CUDA: ${MEMSWEEP_CUDA} (${MEMSWEEP_CUDA_SOURCE})")
 if(MEMSWEEP_SDK_CONSUMER)  # a third-party plugin's build: the rest is memsweep's own

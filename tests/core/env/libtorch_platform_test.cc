@@ -7,6 +7,9 @@
 #include <omp.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -60,6 +63,19 @@ TEST(LibTorchPlatform, OneOpenMpRuntimeServesMemsweepAndAten) {
   });
   EXPECT_LT(max_thread.load(), at::get_num_threads());
   at::set_num_threads(before);
+}
+
+TEST(LibTorchPlatform, TheStandardLibraryIsTheSystemsNotLibtorchsCopy) {
+  // The wheel's libraries export unversioned copies of newer libstdc++ parts; a program that
+  // binds to them crashes in std::filesystem::remove_all (core/cmake/MemsweepTorch.cmake).
+  using RemoveAll = std::uintmax_t (*)(const std::filesystem::path&);
+  const RemoveAll fn = &std::filesystem::remove_all;
+  Dl_info info{};
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(fn), &info), 0);
+  EXPECT_NE(std::string(info.dli_fname).find("libstdc++"), std::string::npos) << info.dli_fname;
+  const auto dir = std::filesystem::temp_directory_path() / "memsweep-remove-all-probe";
+  std::filesystem::create_directories(dir / "a" / "b");
+  EXPECT_EQ(std::filesystem::remove_all(dir), 3u);
 }
 
 TEST(LibTorchPlatform, EnvironmentNamesTheBuild) {

@@ -81,7 +81,7 @@ const char* kChaosMatrix =
     "[matrix]\n\"strategies.sharding.action\" = [\"none\", \"abort\", \"hang\"]\n"
     "\"device.memory_budget\" = [\"64MiB\"]\n"
     "[[matrix.include]]\n\"strategies.sharding.action\" = \"none\"\n"
-    "\"device.memory_budget\" = \"3MiB\"\n";
+    "\"device.memory_budget\" = \"2MiB\"\n";
 
 TEST(SweepTest, CrashOomAndTimeoutAreRecordedAndTheSweepGoesOn) {
   const fs::path dir = Scratch("chaos");
