@@ -42,10 +42,14 @@ endif()
 
 set(_torch_lib ${MEMSWEEP_TORCH}/lib)
 set(_nvidia ${MEMSWEEP_TORCH}/../nvidia)
-find_program(MEMSWEEP_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
-             PATHS /usr/local/cuda/bin)
+option(MEMSWEEP_IGNORE_CUDA_TOOLKIT
+       "Build as on a machine without a CUDA toolkit (CUDA headers from the wheel)" OFF)
+if(NOT MEMSWEEP_IGNORE_CUDA_TOOLKIT)
+  find_program(MEMSWEEP_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
+               PATHS /usr/local/cuda/bin)
+endif()
 
-if(MEMSWEEP_NVCC AND EXISTS ${_torch_lib}/libtorch_cuda.so)
+if(MEMSWEEP_NVCC AND NOT MEMSWEEP_IGNORE_CUDA_TOOLKIT AND EXISTS ${_torch_lib}/libtorch_cuda.so)
   get_filename_component(_cuda_root ${MEMSWEEP_NVCC} DIRECTORY)
   get_filename_component(_cuda_root ${_cuda_root} DIRECTORY)
   set(CMAKE_CUDA_COMPILER ${MEMSWEEP_NVCC})
