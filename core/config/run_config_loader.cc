@@ -10,6 +10,7 @@
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
 #include "core/data/token_file.h"
+#include "core/env/cuda_probe.h"
 #include "core/memory/byte_size.h"
 
 namespace memsweep::config {
@@ -112,13 +113,29 @@ void ReadOptimizer(const std::string& source, const toml::table& t, OptimizerSec
 }
 
 void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& d) {
-  TableReader r(source, "[device]", t, {"type", "threads", "memory_budget", "gemm",
+  TableReader r(source, "[device]", t, {"type", "index", "threads", "memory_budget", "gemm",
                                                 "world_size", "collective_timeout"});
-  if (auto i = r.ReadChoice("type", {"cpu", "cuda"})) {
-    if (*i == 1) {
-      throw ConfigError(r.At("type") + " = \"cuda\": this memsweep runs cells on the CPU device "
-                        "only; use type = \"cpu\" with a memory_budget to simulate a GPU");
+  if (auto i = r.ReadChoice("type", {"cpu", "cuda", "auto"})) {
+    // cuda needs a CUDA build, a driver and a device; auto takes cuda when all three hold.
+    const env::CudaProbe& cuda = env::ProbeCuda();
+    if (*i == 1 && !cuda.usable()) {
+      throw ConfigError(r.At("type") + " = \"cuda\": " + cuda.reason +
+                        ". Use type = \"cpu\" (with memory_budget to simulate a GPU's size), or "
+                        "\"auto\" to take a GPU only where there is one");
     }
+    if (*i != 0 && cuda.usable()) {
+      throw ConfigError(r.At("type") + ": this machine has " +
+                        std::to_string(cuda.device_count) + " CUDA device(s), but this memsweep "
+                        "version trains on the CPU device only (CUDA cells are not implemented "
+                        "yet). Use type = \"cpu\" with memory_budget to simulate the GPU");
+    }
+  }
+  if (r.Has("index")) {
+    int64_t index = 0;
+    r.Read("index", index);
+    if (index < 0) throw ConfigError(r.At("index") + " must be 0 or more (a CUDA device number)");
+    throw ConfigError(r.At("index") + " selects a CUDA device; this run uses the CPU device. "
+                      "Delete the line");
   }
   r.Read("threads", d.threads);
   if (d.threads < 0) throw ConfigError(r.At("threads") + " must be 0 (all cores) or more");

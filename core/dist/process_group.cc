@@ -20,7 +20,8 @@ using Clock = std::chrono::steady_clock;
 
 int64_t Bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel() * t.element_size()); }
 
-// Gloo in LibTorch 1.13 refuses bf16 tensors ("Invalid scalar type"). Collectives that only move
+// Gloo in LibTorch 1.13 refused bf16 tensors ("Invalid scalar type"); 2.11's accepts them, but
+// memsweep keeps this staging so that the numerics stay fixed across LibTorch versions. Collectives that only move
 // data send a bf16 tensor as an fp16 view of the same bits (same element size; Gloo does no
 // arithmetic on them). The sums cannot add fp16-viewed bits, so they move bits the same way and
 // add on the receiving rank, in fp32 and in rank order, rounding once to bf16: every rank of an

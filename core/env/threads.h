@@ -1,5 +1,6 @@
 // Thread count for LibTorch's intra-op pool (and OpenMP, which oneDNN and OpenBLAS-openmp share).
-// LibTorch 1.13 defaults to one thread on these machines, so memsweep always sets it.
+// LibTorch's default is not always the core count (1.13 used one thread on these machines), so
+// memsweep always sets it.
 //
 //   SetThreads(0);   // 0 = every core this process may run on
 #pragma once

@@ -1,5 +1,6 @@
 #include "bare_loop.h"
 
+#include <ATen/autocast_mode.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/types.h>  // clip_grad.h is not self-contained
 #include <torch/nn/utils/clip_grad.h>
@@ -17,7 +18,7 @@
 
 namespace memsweep::bench {
 
-BareLoopResult RunBareLoop(const config::RunConfig& cfg) {
+BareLoopResult RunBareLoop(const config::RunConfig& cfg, bool bf16_autocast) {
   c10::SetCPUAllocator(c10::GetDefaultCPUAllocator(), 255);
   BareLoopResult result;
   const data::DataConfig data = config::EffectiveDataConfig(cfg);
@@ -44,8 +45,16 @@ BareLoopResult RunBareLoop(const config::RunConfig& cfg) {
       }
       double loss_sum = 0;
       for (const auto& batch : batches) {
+        if (bf16_autocast) {
+          at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+          at::autocast::set_autocast_enabled(at::kCPU, true);
+        }
         at::Tensor loss = model::NextTokenLoss(model->forward(batch.input_ids, batch.position_ids),
                                                batch.targets, tokens);
+        if (bf16_autocast) {
+          at::autocast::set_autocast_enabled(at::kCPU, false);
+          at::autocast::clear_cache();
+        }
         loss.backward();
         loss_sum += loss.item<double>();
       }

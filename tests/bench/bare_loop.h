@@ -1,6 +1,7 @@
 // The reference for memsweep's loop overhead: the same model, batches, loss and schedule driven
 // by a plain LibTorch loop (torch::optim::AdamW, clip_grad_norm_) on LibTorch's own CPU
-// allocator, with no stages, probes or accounting.
+// allocator, with no stages, probes or accounting. With bf16_autocast, forward and loss run under
+// LibTorch's CPU autocast in bf16, as precision/bf16-autocast does.
 #pragma once
 
 #include <vector>
@@ -14,6 +15,6 @@ struct BareLoopResult {
   std::vector<double> losses;
 };
 
-BareLoopResult RunBareLoop(const config::RunConfig& cfg);
+BareLoopResult RunBareLoop(const config::RunConfig& cfg, bool bf16_autocast = false);
 
 }  // namespace memsweep::bench

@@ -103,47 +103,53 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
 
-  // 3 + 4. training step, memsweep loop vs bare loop, interleaved rounds on identical batches.
-  // max_length padding: identical work every step.
-  const config::RunConfig cfg = testing_support::TinyRun(
-      steps, {"model.preset=small", "experiment.warmup_steps=2",
-              "device.threads=" + std::to_string(threads),
-              "strategies.batching.seq_len=" + std::to_string(seq_len),
-              "strategies.batching.micro_batch_size=" + std::to_string(batch),
-              "strategies.batching.padding=max_length"});
-  std::printf("[train] small preset (%lld parameters), fp32, %d x %d tokens per step, %d steps "
-              "(2 warm-up), %d rounds\n",
-              static_cast<long long>(cfg.model.llama.ParameterCount()), batch, seq_len, steps,
-              rounds);
-  std::vector<double> ratios, min_ratios;
-  for (int round = 0; round < rounds; ++round) {
-    // Alternate which loop goes first (ABBA...), so drifting machine load hits both alike.
-    train::RunResult run;
-    bench::BareLoopResult bare;
-    if (round % 2 == 0) {
-      run = testing_support::Train(cfg);
-      bare = bench::RunBareLoop(cfg);
-    } else {
-      bare = bench::RunBareLoop(cfg);
-      run = testing_support::Train(cfg);
+  // 3 + 4. training step, memsweep loop vs bare loop, interleaved rounds on identical batches,
+  // in fp32 and under bf16 autocast. max_length padding: identical work every step.
+  for (const bool bf16 : {false, true}) {
+    std::vector<std::string> overrides = {
+        "model.preset=small", "experiment.warmup_steps=2",
+        "device.threads=" + std::to_string(threads),
+        "strategies.batching.seq_len=" + std::to_string(seq_len),
+        "strategies.batching.micro_batch_size=" + std::to_string(batch),
+        "strategies.batching.padding=max_length"};
+    if (bf16) overrides.push_back("strategies.precision.plugin=\"bf16-autocast\"");
+    const config::RunConfig cfg = testing_support::TinyRun(steps, overrides);
+    std::printf("[train] small preset (%lld parameters), %s, %d x %d tokens per step, %d steps "
+                "(2 warm-up), %d rounds\n",
+                static_cast<long long>(cfg.model.llama.ParameterCount()),
+                bf16 ? "bf16-autocast" : "fp32", batch, seq_len, steps, rounds);
+    std::vector<double> ratios, min_ratios;
+    for (int round = 0; round < rounds; ++round) {
+      // Alternate which loop goes first (ABBA...), so drifting machine load hits both alike.
+      train::RunResult run;
+      bench::BareLoopResult bare;
+      if (round % 2 == 0) {
+        run = testing_support::Train(cfg);
+        bare = bench::RunBareLoop(cfg, bf16);
+      } else {
+        bare = bench::RunBareLoop(cfg, bf16);
+        run = testing_support::Train(cfg);
+      }
+      std::vector<double> ms_steps;
+      for (size_t i = 2; i < run.steps.size(); ++i) ms_steps.push_back(run.steps[i].seconds);
+      std::vector<double> bare_steps(bare.step_seconds.begin() + 2, bare.step_seconds.end());
+      const double ratio = Median(ms_steps) / Median(bare_steps);
+      ratios.push_back(ratio);
+      min_ratios.push_back(*std::min_element(ms_steps.begin(), ms_steps.end()) /
+                           *std::min_element(bare_steps.begin(), bare_steps.end()));
+      const double tokens_per_step = static_cast<double>(batch) * seq_len;
+      std::printf("  round %d: memsweep %.1f tokens/s, MFU %.1f%% (vs GEMM calibration %.1f GF/s), "
+                  "peak %.1f MiB | bare %.1f tokens/s | step median memsweep %.1f ms, bare %.1f "
+                  "ms, overhead %+.2f%% | final loss memsweep %.4f bare %.4f\n",
+                  round + 1, run.summary.tokens_per_s, 100 * run.summary.mfu,
+                  run.summary.peak_flops / 1e9, run.memory.peak_allocated_bytes / 1048576.0,
+                  tokens_per_step / Median(bare_steps), Median(ms_steps) * 1e3,
+                  Median(bare_steps) * 1e3, 100 * (ratio - 1), run.summary.final_loss,
+                  bare.losses.back());
     }
-    std::vector<double> ms_steps;
-    for (size_t i = 2; i < run.steps.size(); ++i) ms_steps.push_back(run.steps[i].seconds);
-    std::vector<double> bare_steps(bare.step_seconds.begin() + 2, bare.step_seconds.end());
-    const double ratio = Median(ms_steps) / Median(bare_steps);
-    ratios.push_back(ratio);
-    min_ratios.push_back(*std::min_element(ms_steps.begin(), ms_steps.end()) /
-                         *std::min_element(bare_steps.begin(), bare_steps.end()));
-    std::printf("  round %d: memsweep %.1f tokens/s, MFU %.1f%% (vs GEMM calibration %.1f GF/s), "
-                "peak %.1f MiB | step median memsweep %.1f ms, bare %.1f ms, overhead %+.2f%% | "
-                "final loss memsweep %.4f bare %.4f\n",
-                round + 1, run.summary.tokens_per_s, 100 * run.summary.mfu,
-                run.summary.peak_flops / 1e9, run.memory.peak_allocated_bytes / 1048576.0,
-                Median(ms_steps) * 1e3, Median(bare_steps) * 1e3, 100 * (ratio - 1),
-                run.summary.final_loss, bare.losses.back());
+    std::printf("  loop overhead, median of per-round median-step ratios: %+.2f%%; of "
+                "fastest-step ratios: %+.2f%%  (goal <= 1%%)\n\n",
+                100 * (Median(ratios) - 1), 100 * (Median(min_ratios) - 1));
   }
-  std::printf("  loop overhead, median of per-round median-step ratios: %+.2f%%; of fastest-step "
-              "ratios: %+.2f%%  (goal <= 1%%)\n",
-              100 * (Median(ratios) - 1), 100 * (Median(min_ratios) - 1));
   return 0;
 }

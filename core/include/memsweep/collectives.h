@@ -3,9 +3,9 @@
 // device.world_size > 1, and is null in a single-process run.
 //
 // The host times every call and counts its payload bytes (figures comm_seconds, comm_bytes,
-// comm_calls; docs/metrics.md). Gloo in LibTorch 1.13 has no reduce-scatter and no AVG:
-// strategies build reduce-scatter from AllToAll + a local sum (or one ReduceSum per owner) and
-// average by dividing. Nor does Gloo take bf16; the host's communicator does (bf16 tensors travel
+// comm_calls; docs/metrics.md). There is no reduce-scatter and no AVG (Gloo in LibTorch 1.13 had
+// neither): strategies build reduce-scatter from AllToAll + a local sum (or one ReduceSum per
+// owner) and average by dividing. bf16 tensors are taken as they are (they travel
 // as fp16 views of their bits, and the sums add in fp32 on the receiving rank, in rank order,
 // rounding once to bf16), so strategies pass bf16 gradients and parameters as they are.
 //

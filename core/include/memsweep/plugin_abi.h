@@ -43,7 +43,7 @@ typedef struct MemsweepParamSpec {
 
 /* What the plugin was compiled against; must equal the host's exactly (C++ ABI). */
 typedef struct MemsweepBuildFingerprint {
-  const char* torch_version; /* TORCH_VERSION, e.g. "1.13.1" */
+  const char* torch_version; /* TORCH_VERSION, e.g. "2.11.0" */
   const char* compiler;      /* e.g. "gcc 12.2" */
   int cxx11_abi;             /* _GLIBCXX_USE_CXX11_ABI */
 } MemsweepBuildFingerprint;

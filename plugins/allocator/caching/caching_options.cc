@@ -1,5 +1,6 @@
 #include "caching_options.h"
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -54,6 +55,24 @@ CachingOptions CachingOptions::FromParams(int64_t max_split_size_mb,
   options.garbage_collection_threshold = garbage_collection_threshold;
   options.expandable_segments = expandable_segments;
   return options;
+}
+
+std::string CachingOptions::AllocatorConf() const {
+  std::string conf;
+  auto add = [&conf](const std::string& key, const std::string& value) {
+    conf += (conf.empty() ? "" : ",") + key + ":" + value;
+  };
+  if (max_split_size != SIZE_MAX) add("max_split_size_mb", std::to_string(max_split_size >> 20));
+  if (roundup_power2_divisions != 0) {
+    add("roundup_power2_divisions", std::to_string(roundup_power2_divisions));
+  }
+  if (garbage_collection_threshold > 0.0) {
+    std::ostringstream threshold;
+    threshold << garbage_collection_threshold;  // shortest form: 0.6, not 0.600000
+    add("garbage_collection_threshold", threshold.str());
+  }
+  if (expandable_segments) add("expandable_segments", "True");
+  return conf;
 }
 
 size_t CachingOptions::RoundSize(size_t nbytes) const {

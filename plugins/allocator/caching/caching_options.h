@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace memsweep::plugins {
 
@@ -29,6 +30,12 @@ struct CachingOptions {
 
   // The block size a request of nbytes gets (512-byte multiple, or a power-of-2 division).
   size_t RoundSize(size_t nbytes) const;
+
+  // The same settings as LibTorch's CUDA caching allocator reads them (PYTORCH_ALLOC_CONF, or
+  // c10::CachingAllocator::setAllocatorSettings): only the options that differ from the default,
+  // comma-separated, booleans as True/False — e.g. "max_split_size_mb:128,expandable_segments:True".
+  // Empty when every option is at its default.
+  std::string AllocatorConf() const;
 };
 
 // Size of a new segment for a block of (rounded) size bytes.

@@ -5,7 +5,7 @@
 // final norm, LM head). Attach(g) gives the group one zeroed buffer and points each parameter's
 // .grad at its slice (autograd accumulates there in place); Reduce(g) sends every part of the
 // buffer to the rank that owns it in the flat partition (flat_partition.h) — one ReduceSum per
-// owner and bucket, Gloo in LibTorch 1.13 having no reduce_scatter — adds the sums that arrive at
+// owner and bucket (the communicator has no reduce_scatter) — adds the sums that arrive at
 // this rank into its gradient partition, and frees the buffer. The ZeRO engines attach a block's
 // group when its backward begins and reduce it when its backward ends (block_backward_hooks.h);
 // whatever was not reduced during a backward is reduced at its end, in group order, so that every

@@ -1,4 +1,5 @@
 #include "core/config/run_config_loader.h"
+#include "core/env/cuda_probe.h"
 #include "core/config/strategy_resolver.h"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,29 @@ TEST(RunConfigLoaderTest, TheRemovedGemmSettingIsRefusedWithItsLine) {
   EXPECT_NE(error.find("Delete the line"), std::string::npos) << error;
 }
 
+TEST(RunConfigLoaderTest, CudaWithoutAUsableGpuIsRefusedSayingWhatWasFound) {
+  const env::CudaProbe& cuda = env::ProbeCuda();
+  if (cuda.usable()) GTEST_SKIP() << "this machine has a usable CUDA device";
+  const std::string error = ErrorOf(kData + "[device]\ntype = \"cuda\"\n");
+  EXPECT_EQ(error.rfind(kSource + ":4:", 0), 0u) << error;
+  // CPU-only build, no driver, or no device: the message says which, and what to use instead.
+  EXPECT_NE(error.find(cuda.reason), std::string::npos) << error;
+  EXPECT_NE(error.find("type = \"cpu\""), std::string::npos) << error;
+}
+
+TEST(RunConfigLoaderTest, AutoTakesTheCpuWhereThereIsNoGpu) {
+  if (env::ProbeCuda().usable()) GTEST_SKIP() << "this machine has a usable CUDA device";
+  const RunConfig cfg = ParseRunConfig(kData + "[device]\ntype = \"auto\"\n", kSource);
+  EXPECT_EQ(cfg.device.type, "cpu");
+}
+
+TEST(RunConfigLoaderTest, DeviceIndexIsRefusedOnTheCpuDevice) {
+  const std::string error = ErrorOf(kData + "[device]\nindex = 1\n");
+  EXPECT_EQ(error.rfind(kSource + ":4:", 0), 0u) << error;
+  EXPECT_NE(error.find("selects a CUDA device"), std::string::npos) << error;
+  EXPECT_NE(ErrorOf(kData + "[device]\nindex = -1\n").find("must be 0 or more"), std::string::npos);
+}
+
 TEST(RunConfigLoaderTest, MalformedTomlNamesFileLineAndColumn) {
   const std::string error = ErrorOf(kData + "format = = 3\n");
   EXPECT_EQ(error.rfind(kSource + ":3:", 0), 0u) << error;
@@ -93,8 +117,6 @@ TEST(RunConfigLoaderTest, ImpossibleConfigurationsSayWhatToChange) {
             std::string::npos);
   EXPECT_NE(ErrorOf(kData + "[strategies.batching]\npadding = \"left\"\n")
                 .find("is not one of: longest, max_length"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(kData + "[device]\ntype = \"cuda\"\n").find("CPU device only"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kData + "[strategies.batching]\nseq_len = 5000\n")
                 .find("exceeds [model] max_position_embeddings"),
