@@ -10,23 +10,23 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pinned=$(tr -d ' \n' <"$source_dir/tools/torch-version")
 
-mkdir -p "$work/torch/include/torch"
-echo "__version__ = '2.10.0+cu128'" >"$work/torch/version.py"
-set +e
-out=$(MEMSWEEP_TORCH="$work/torch" "$source_dir/tools/setup-deps" 2>&1 >/dev/null)
-code=$?
-set -e
-echo "$out"
-[ "$code" -eq 2 ] || { echo "FAIL: exit code $code, expected 2"; exit 1; }
-grep -q "2.10.0+cu128" <<<"$out" || { echo "FAIL: the found version is not named"; exit 1; }
-grep -q "needs torch $pinned" <<<"$out" || { echo "FAIL: the needed version is not named"; exit 1; }
+# expect_refusal <torch folder> <pattern>...: setup-deps exits 2 and says every pattern.
+expect_refusal() {
+  local folder=$1 out code
+  shift
+  set +e
+  out=$(MEMSWEEP_TORCH="$folder" "$source_dir/tools/setup-deps" 2>&1 >/dev/null)
+  code=$?
+  set -e
+  echo "$out"
+  [ "$code" -eq 2 ] || { echo "FAIL: exit code $code for $folder, expected 2"; exit 1; }
+  for pattern in "$@"; do
+    grep -qF "$pattern" <<<"$out" || { echo "FAIL: '$pattern' not in the message"; exit 1; }
+  done
+}
 
-mkdir -p "$work/empty"
-set +e
-out=$(MEMSWEEP_TORCH="$work/empty" "$source_dir/tools/setup-deps" 2>&1 >/dev/null)
-code=$?
-set -e
-echo "$out"
-[ "$code" -eq 2 ] || { echo "FAIL: exit code $code for a folder without LibTorch"; exit 1; }
-grep -q "holds no LibTorch" <<<"$out" || { echo "FAIL: no reason given"; exit 1; }
+mkdir -p "$work/torch/include/torch" "$work/empty"
+echo "__version__ = '2.10.0+cu128'" >"$work/torch/version.py"
+expect_refusal "$work/torch" "2.10.0+cu128" "needs torch $pinned"
+expect_refusal "$work/empty" "holds no LibTorch"
 echo "setup-deps refuses another torch version and a folder without LibTorch: OK"

@@ -16,6 +16,7 @@
 
 #include "attention/eager/eager_attention.h"
 #include "core/model/attention.h"
+#include "support/run_configs.h"
 
 namespace memsweep::testing_support {
 
@@ -145,6 +146,18 @@ inline void ExpectMatchesReference(const model::AttentionFn& attention, const At
   ExpectClose(actual.dq, expected.dq, GradTolerance(dtype), what + " dq");
   ExpectClose(actual.dk, expected.dk, GradTolerance(dtype), what + " dk");
   ExpectClose(actual.dv, expected.dv, GradTolerance(dtype), what + " dv");
+}
+
+// A `tiny` training run of `steps` steps with the attention plugin chosen by `overrides` gives
+// per-step losses within a relative `rel_tol` of the same run with eager.
+inline void ExpectTinyLossesMatchEager(int64_t steps, const std::vector<std::string>& overrides,
+                                       double rel_tol) {
+  const auto eager = Losses(Train(TinyRun(steps, {"strategies.attention.plugin=\"eager\""})));
+  const auto other = Losses(Train(TinyRun(steps, overrides)));
+  ASSERT_EQ(eager.size(), other.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    EXPECT_NEAR(other[i], eager[i], rel_tol * std::abs(eager[i])) << "step " << i;
+  }
 }
 
 // The property sweep: odd lengths, lengths below and not a multiple of the tiles, GQA ratios

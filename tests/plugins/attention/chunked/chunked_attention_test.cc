@@ -13,7 +13,6 @@ namespace memsweep::plugins {
 namespace {
 
 using testing_support::AttentionCase;
-using testing_support::Losses;
 using testing_support::TinyRun;
 using testing_support::Train;
 
@@ -36,13 +35,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ChunkedSweepTest, ::testing::Values(at::kFloat,
                          [](const auto& info) { return std::string(c10::toString(info.param)); });
 
 TEST(ChunkedAttentionTest, TinyTrainingLossesMatchEager) {
-  const auto eager = Losses(Train(TinyRun(3, {"strategies.attention.plugin=\"eager\""})));
-  const auto chunked = Losses(Train(TinyRun(
-      3, {"strategies.attention.plugin=\"chunked\"", "strategies.attention.block_size=16"})));
-  ASSERT_EQ(eager.size(), chunked.size());
-  for (size_t i = 0; i < eager.size(); ++i) {
-    EXPECT_NEAR(chunked[i], eager[i], 1e-5 * std::abs(eager[i])) << "step " << i;
-  }
+  testing_support::ExpectTinyLossesMatchEager(
+      3, {"strategies.attention.plugin=\"chunked\"", "strategies.attention.block_size=16"}, 1e-5);
 }
 
 TEST(ChunkedAttentionTest, RejectsABlockSizeOutOfRange) {

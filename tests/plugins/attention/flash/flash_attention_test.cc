@@ -185,15 +185,7 @@ TEST(FlashAttentionTest, PackedModelForwardAndBackwardMatchEager) {
 // A tiny training run through the Trainer: flash's loss trajectory matches eager's
 // (fp32; relative tolerance documented in plugins/attention/flash/README.md).
 TEST(FlashAttentionTest, TinyTrainingLossesMatchEager) {
-  using testing_support::Losses;
-  using testing_support::Train;
-  using testing_support::TinyRun;
-  const auto eager = Losses(Train(TinyRun(4, {"strategies.attention.plugin=\"eager\""})));
-  const auto flash = Losses(Train(TinyRun(4, {"strategies.attention.plugin=\"flash\""})));
-  ASSERT_EQ(eager.size(), flash.size());
-  for (size_t i = 0; i < eager.size(); ++i) {
-    EXPECT_NEAR(flash[i], eager[i], 1e-4 * std::abs(eager[i])) << "step " << i;
-  }
+  testing_support::ExpectTinyLossesMatchEager(4, {"strategies.attention.plugin=\"flash\""}, 1e-4);
 }
 
 }  // namespace

@@ -6,19 +6,14 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 
 #include "plugins/attention/attention_test_support.h"
-#include "support/run_configs.h"
 
 namespace memsweep::plugins {
 namespace {
 
 using testing_support::AttentionCase;
-using testing_support::Losses;
-using testing_support::TinyRun;
-using testing_support::Train;
 
 class SdpaSweepTest : public ::testing::TestWithParam<c10::ScalarType> {};
 
@@ -32,12 +27,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, SdpaSweepTest, ::testing::Values(at::kFloat, at
                          [](const auto& info) { return std::string(c10::toString(info.param)); });
 
 TEST(SdpaAttentionTest, TinyTrainingLossesMatchEager) {
-  const auto eager = Losses(Train(TinyRun(3, {"strategies.attention.plugin=\"eager\""})));
-  const auto sdpa = Losses(Train(TinyRun(3, {"strategies.attention.plugin=\"sdpa\""})));
-  ASSERT_EQ(eager.size(), sdpa.size());
-  for (size_t i = 0; i < eager.size(); ++i) {
-    EXPECT_NEAR(sdpa[i], eager[i], 1e-5 * std::abs(eager[i])) << "step " << i;
-  }
+  testing_support::ExpectTinyLossesMatchEager(3, {"strategies.attention.plugin=\"sdpa\""}, 1e-5);
 }
 
 }  // namespace
