@@ -41,10 +41,25 @@ struct OptimizerSection {
   double grad_clip = 1.0;  // global L2 norm; 0 disables clipping
 };
 
+// A smaller GPU to behave like ([device] emulate): its memory as the driver reports it, less
+// what the CUDA context and library workspaces take on such a card (docs/gpu-models.md).
+struct EmulatedGpu {
+  std::string name;  // a named GPU ("a10g") or "custom" for a capacity given as a size
+  int64_t total_bytes = 0;
+  int64_t context_bytes = 0;
+  int64_t UsableBytes() const { return total_bytes - context_bytes; }
+};
+
 struct DeviceSection {
+  // Resolved at load time: "cpu" or "cuda" ("auto" in the file becomes one of them).
   std::string type = "cpu";
+  bool auto_selected = false;  // type came from "auto"
+  int index = 0;    // cuda:index for a single process; ranks use cuda:LOCAL_RANK
   int threads = 0;  // 0 = every available core
+  // The device budget: set by memory_budget, or by emulate (its usable bytes). On the CPU it
+  // simulates a device of this size; on CUDA it caps the caching allocator.
   std::optional<int64_t> memory_budget_bytes;
+  std::optional<EmulatedGpu> emulate;
   // Ranks of a data-parallel run (docs/distributed.md); each rank reads its share of every
   // global batch. memory_budget and threads apply to each rank.
   int world_size = 1;

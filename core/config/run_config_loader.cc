@@ -11,6 +11,7 @@
 #include "core/data/byte_tokenizer.h"
 #include "core/data/token_file.h"
 #include "core/env/cuda_probe.h"
+#include "core/env/gpu_catalog.h"
 #include "core/memory/byte_size.h"
 
 namespace memsweep::config {
@@ -112,51 +113,129 @@ void ReadOptimizer(const std::string& source, const toml::table& t, OptimizerSec
   if (o.lr_warmup_steps < 0) throw ConfigError(r.At("lr_warmup_steps") + " must not be negative");
 }
 
+// A size given as "2GiB", "512MiB" or a byte count; nullopt when the node is neither.
+std::optional<int64_t> SizeOf(const toml::node& node) {
+  std::optional<int64_t> bytes;
+  if (node.is_integer()) bytes = node.as_integer()->get();
+  if (node.is_string()) bytes = memory::ParseBytes(node.as_string()->get());
+  if (bytes && *bytes <= 0) return std::nullopt;
+  return bytes;
+}
+
+// [device] emulate = "a10g" | "20GiB", emulate_context = "600MiB".
+EmulatedGpu ReadEmulate(const TableReader& r, const toml::table& t) {
+  const toml::node& node = *t.get("emulate");
+  EmulatedGpu gpu;
+  const std::string text = node.is_string() ? node.as_string()->get() : "";
+  if (const env::GpuModel* model = env::FindGpu(text)) {
+    gpu.name = model->name;
+    gpu.total_bytes = model->total_bytes;
+    gpu.context_bytes = model->context_bytes;
+  } else if (auto bytes = SizeOf(node)) {
+    gpu.name = "custom";
+    gpu.total_bytes = *bytes;  // a custom capacity is usable memory unless emulate_context says
+  } else {
+    std::string names;
+    for (const std::string& name : env::GpuNames()) names += (names.empty() ? "" : ", ") + name;
+    throw ConfigError(r.At("emulate") + " must name a GPU (" + names +
+                      ") or give a capacity such as \"20GiB\" (docs/gpu-models.md)");
+  }
+  if (r.Has("emulate_context")) {
+    const toml::node& context = *t.get("emulate_context");
+    std::optional<int64_t> bytes = context.is_integer() && context.as_integer()->get() == 0
+                                       ? std::optional<int64_t>(0)
+                                       : SizeOf(context);
+    if (!bytes) {
+      throw ConfigError(r.At("emulate_context") +
+                        " must be a size such as \"600MiB\" (0 for none)");
+    }
+    gpu.context_bytes = *bytes;
+  }
+  if (gpu.UsableBytes() <= 0) {
+    throw ConfigError(r.At("emulate_context") + " leaves nothing of " +
+                      memory::FormatBytes(gpu.total_bytes) + " to the allocator: lower it");
+  }
+  return gpu;
+}
+
 void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& d) {
-  TableReader r(source, "[device]", t, {"type", "index", "threads", "memory_budget", "gemm",
-                                                "world_size", "collective_timeout"});
+  TableReader r(source, "[device]", t,
+                {"type", "index", "threads", "memory_budget", "emulate", "emulate_context", "gemm",
+                 "world_size", "collective_timeout"});
+  const env::CudaProbe& cuda = env::ProbeCuda();
   if (auto i = r.ReadChoice("type", {"cpu", "cuda", "auto"})) {
     // cuda needs a CUDA build, a driver and a device; auto takes cuda when all three hold.
-    const env::CudaProbe& cuda = env::ProbeCuda();
     if (*i == 1 && !cuda.usable()) {
       throw ConfigError(r.At("type") + " = \"cuda\": " + cuda.reason +
-                        ". Use type = \"cpu\" (with memory_budget to simulate a GPU's size), or "
-                        "\"auto\" to take a GPU only where there is one");
+                        ". Use type = \"cpu\" (with emulate or memory_budget to simulate a GPU's "
+                        "size), or \"auto\" to take a GPU only where there is one");
     }
-    if (*i != 0 && cuda.usable()) {
-      throw ConfigError(r.At("type") + ": this machine has " +
-                        std::to_string(cuda.device_count) + " CUDA device(s), but this memsweep "
-                        "version trains on the CPU device only (CUDA cells are not implemented "
-                        "yet). Use type = \"cpu\" with memory_budget to simulate the GPU");
-    }
+    d.type = (*i == 1 || (*i == 2 && cuda.usable())) ? "cuda" : "cpu";
+    d.auto_selected = *i == 2;
+  }
+  r.Read("world_size", d.world_size);
+  if (d.world_size < 1 || d.world_size > 64) {
+    throw ConfigError(r.At("world_size") + " must be between 1 and 64 (ranks on this machine)");
   }
   if (r.Has("index")) {
     int64_t index = 0;
     r.Read("index", index);
     if (index < 0) throw ConfigError(r.At("index") + " must be 0 or more (a CUDA device number)");
-    throw ConfigError(r.At("index") + " selects a CUDA device; this run uses the CPU device. "
-                      "Delete the line");
+    if (d.type != "cuda") {
+      throw ConfigError(r.At("index") + " selects a CUDA device; this run uses the CPU device. "
+                        "Delete the line, or set type = \"cuda\" on a machine with a GPU");
+    }
+    if (index >= cuda.device_count) {
+      throw ConfigError(r.At("index") + " = " + std::to_string(index) + " but this machine has " +
+                        std::to_string(cuda.device_count) + " CUDA device(s), numbered from 0");
+    }
+    if (d.world_size > 1) {
+      throw ConfigError(r.At("index") + ": with world_size > 1 each rank uses cuda:LOCAL_RANK; "
+                        "delete the line (choose GPUs with CUDA_VISIBLE_DEVICES)");
+    }
+    d.index = static_cast<int>(index);
+  }
+  if (d.type == "cuda" && d.world_size > cuda.device_count) {
+    throw ConfigError(r.At("world_size") + " = " + std::to_string(d.world_size) + " ranks but " +
+                      "this machine has " + std::to_string(cuda.device_count) + " CUDA device(s); "
+                      "NCCL needs a GPU per rank. Lower world_size, or use type = \"cpu\"");
   }
   r.Read("threads", d.threads);
   if (d.threads < 0) throw ConfigError(r.At("threads") + " must be 0 (all cores) or more");
-  r.Read("world_size", d.world_size);
-  if (d.world_size < 1 || d.world_size > 64) {
-    throw ConfigError(r.At("world_size") + " must be between 1 and 64 (ranks on this machine)");
-  }
   r.Read("collective_timeout", d.collective_timeout_seconds);
   if (d.collective_timeout_seconds <= 0) {
     throw ConfigError(r.At("collective_timeout") + " must be a positive number of seconds");
   }
   if (r.Has("memory_budget")) {
-    const toml::node& node = *t.get("memory_budget");
-    std::optional<int64_t> bytes;
-    if (node.is_integer()) bytes = node.as_integer()->get();
-    if (node.is_string()) bytes = memory::ParseBytes(node.as_string()->get());
-    if (!bytes || *bytes <= 0) {
+    std::optional<int64_t> bytes = SizeOf(*t.get("memory_budget"));
+    if (!bytes) {
       throw ConfigError(r.At("memory_budget") +
                         " must be a size such as \"2GiB\", \"512MiB\" or a byte count");
     }
     d.memory_budget_bytes = bytes;
+  }
+  if (r.Has("emulate_context") && !r.Has("emulate")) {
+    throw ConfigError(r.At("emulate_context") + " applies to an emulated GPU: add emulate = "
+                      "\"<gpu>\" or delete the line");
+  }
+  if (r.Has("emulate")) {
+    if (d.memory_budget_bytes) {
+      throw ConfigError(r.At("emulate") + " sets the budget to the emulated GPU's usable memory, "
+                        "and memory_budget sets it too: keep one of the two");
+    }
+    d.emulate = ReadEmulate(r, t);
+    d.memory_budget_bytes = d.emulate->UsableBytes();
+    if (d.type == "cuda") {
+      const int64_t real = static_cast<size_t>(d.index) < cuda.devices.size()
+                               ? cuda.devices[d.index].total_bytes
+                               : 0;
+      if (real > 0 && real < d.emulate->total_bytes) {
+        throw ConfigError(r.At("emulate") + ": cuda:" + std::to_string(d.index) + " (" +
+                          cuda.devices[d.index].name + ") has " + memory::FormatBytes(real) +
+                          ", less than the " + memory::FormatBytes(d.emulate->total_bytes) +
+                          " of the GPU to emulate; run it on a larger GPU, or on type = \"cpu\"");
+      }
+    }
   }
   if (r.Has("gemm")) {
     // memsweep used to forward Debian LibTorch's BLAS calls to oneDNN; LibTorch 2.11 runs its
@@ -228,10 +307,26 @@ void ValidateRunConfig(const RunConfig& cfg) {
   if (auto problem = m.Problem()) throw ConfigError(at + "[model]: " + *problem);
   // Every strategy is created once: plugins check their own parameter ranges (and whether they
   // can run on this build) in their constructors.
+  train::StrategySet strategies;
   try {
-    InstantiateStrategies(cfg);
+    strategies = InstantiateStrategies(cfg);
   } catch (const std::exception& e) {
     throw ConfigError(at + "[strategies] " + e.what());
+  }
+  // ... and says whether it can run on the run's device (never a silent fallback).
+  const c10::DeviceType device = cfg.device.type == "cuda" ? c10::kCUDA : c10::kCPU;
+  for (const train::ActiveStrategy& strategy : strategies) {
+    std::string why;
+    try {
+      why = strategy.impl->DeviceRefusal(device);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      throw ConfigError(at + "[strategies." + strategy.slot + "] plugin = \"" + strategy.name +
+                        "\" cannot run on the " + (device == c10::kCUDA ? "CUDA" : "CPU") +
+                        " device ([device] type = \"" + cfg.device.type + "\"): " + why);
+    }
   }
   const data::DataConfig batches = EffectiveDataConfig(cfg);
   if (batches.seq_len > m.max_position_embeddings) {

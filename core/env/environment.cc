@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/env/cuda_probe.h"
 #include "core/env/threads.h"
 
 #ifndef MEMSWEEP_VERSION
@@ -69,7 +70,7 @@ std::string NcclVersion() {
 
 }  // namespace
 
-EnvironmentInfo DescribeEnvironment() {
+EnvironmentInfo DescribeEnvironment(const c10::Device& device) {
   EnvironmentInfo info;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) info.hostname = host;
@@ -89,6 +90,18 @@ EnvironmentInfo DescribeEnvironment() {
     } catch (const std::exception&) {  // a build without cuDNN
     }
     info.nccl_version = NcclVersion();
+  }
+  info.device = device.str();
+  if (device.is_cuda()) {
+    const CudaProbe& probe = ProbeCuda();
+    const size_t index = device.has_index() ? static_cast<size_t>(device.index()) : 0;
+    if (index < probe.devices.size()) {
+      const CudaDevice& gpu = probe.devices[index];
+      info.gpu_name = gpu.name;
+      info.gpu_memory_bytes = gpu.total_bytes;
+      info.compute_capability = std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor);
+    }
+    info.cuda_driver = Dotted(probe.driver_version, true);
   }
   info.memsweep_version = MEMSWEEP_VERSION;
   info.git_revision = MEMSWEEP_GIT_REVISION;

@@ -5,6 +5,9 @@
 //   std::cout << env.torch_version << (env.cuda_build ? " with CUDA " + env.cuda_runtime : "");
 #pragma once
 
+#include <c10/core/Device.h>
+
+#include <cstdint>
 #include <string>
 
 namespace memsweep::env {
@@ -22,11 +25,18 @@ struct EnvironmentInfo {
   std::string cuda_runtime;     // CUDA runtime version of the build ("13.0"); empty without CUDA
   std::string cudnn_version;    // cuDNN version LibTorch reports ("9.19.0"); empty without
   std::string nccl_version;     // NCCL loaded with LibTorch ("2.28.9"); empty without
+  // The GPU a CUDA run trained on (empty / 0 for a CPU run).
+  std::string device;           // "cpu" or "cuda:N"
+  std::string gpu_name;         // "NVIDIA H100 80GB HBM3"
+  int64_t gpu_memory_bytes = 0;
+  std::string compute_capability;  // "9.0"
+  std::string cuda_driver;      // the driver's CUDA version ("13.0"), from cuDriverGetVersion
   std::string memsweep_version;
   std::string git_revision;
 };
 
-EnvironmentInfo DescribeEnvironment();
+// The machine and libraries; with a CUDA device also that GPU (name, memory, capability, driver).
+EnvironmentInfo DescribeEnvironment(const c10::Device& device = c10::Device(c10::kCPU));
 
 // One line for `memsweep --version`: memsweep, LibTorch, CUDA build and its library versions.
 std::string VersionLine(const EnvironmentInfo& info);

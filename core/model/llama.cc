@@ -104,7 +104,7 @@ at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
 
 std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids, int64_t head_dim,
                                                double theta, c10::ScalarType dtype) {
-  const at::Tensor exponents = at::arange(0, head_dim, 2, at::kFloat) / static_cast<double>(head_dim);
+  const at::Tensor exponents = at::arange(0, head_dim, 2, position_ids.options().dtype(at::kFloat)) / static_cast<double>(head_dim);
   const at::Tensor inv_freq = at::pow(theta, exponents).reciprocal();            // [D/2]
   const at::Tensor freqs = position_ids.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
   const at::Tensor angles = at::cat({freqs, freqs}, -1).unsqueeze(1);             // [B, 1, T, D]

@@ -13,6 +13,9 @@ Strategy::~Strategy() = default;
 void Strategy::OnStageBegin(Stage, RunContext&) {}
 void Strategy::OnStageEnd(Stage, RunContext&) {}
 bool Strategy::MathPreserving() const { return true; }
+std::string Strategy::DeviceRefusal(c10::DeviceType) const { return ""; }
+std::string AllocatorStrategy::DeviceAllocatorSettings() const { return ""; }
+DeviceMemory::~DeviceMemory() = default;
 std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(
     const std::vector<at::Tensor>& model_parameters) {
   return model_parameters;

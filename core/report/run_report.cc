@@ -55,10 +55,17 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
     if (p.slot != "callbacks") plugins += (plugins.empty() ? "" : ", ") + p.slot + "=" + p.name;
   }
   Row(out, "strategies", plugins);
-  Row(out, "device", cfg.device.type + ", " + std::to_string(r.environment.threads) +
-                         " threads, budget " +
-                         (cfg.device.memory_budget_bytes ? FormatBytes(*cfg.device.memory_budget_bytes)
-                                                         : std::string("none")));
+  const std::string budget =
+      cfg.device.memory_budget_bytes ? FormatBytes(*cfg.device.memory_budget_bytes) : "none";
+  const std::string emulated =
+      cfg.device.emulate ? " (emulating " + cfg.device.emulate->name + ")" : std::string();
+  if (r.device.device.rfind("cuda", 0) == 0) {
+    Row(out, "device", r.device.device + " " + r.environment.gpu_name + ", budget " + budget +
+                           emulated);
+  } else {
+    Row(out, "device", cfg.device.type + ", " + std::to_string(r.environment.threads) +
+                           " threads, budget " + budget + emulated);
+  }
   Row(out, "libtorch", r.environment.torch_version + ", CPU kernels " +
                            r.environment.cpu_capability + ", BLAS " + r.environment.blas_kind +
                            (r.environment.cuda_build ? ", CUDA " + r.environment.cuda_runtime
@@ -79,6 +86,11 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   out << "\n memory\n";
   Row(out, "peak allocated", FormatBytes(m.peak_allocated_bytes));
   Row(out, "peak reserved", FormatBytes(m.peak_reserved_bytes));
+  Row(out, "fragmentation (reserved - allocated)", FormatBytes(m.fragmentation_bytes));
+  if (m.alloc_retries > 0) Row(out, "allocation retries", std::to_string(m.alloc_retries));
+  if (r.dist.host_pool_peak_bytes > 0) {
+    Row(out, "host: offloaded state peak", FormatBytes(r.dist.host_pool_peak_bytes));
+  }
   Row(out, "peak RSS (process)", FormatBytes(m.peak_rss_bytes));
   Row(out, "parameters", FormatBytes(m.params_bytes));
   Row(out, "gradients", FormatBytes(m.grads_bytes));
@@ -166,7 +178,17 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
                       {"cuda_build", e.cuda_build},   {"cuda_runtime", e.cuda_runtime},
                       {"cudnn_version", e.cudnn_version}, {"nccl_version", e.nccl_version},
                       {"memsweep_version", e.memsweep_version},
-                      {"git_revision", e.git_revision}};
+                      {"git_revision", e.git_revision},
+                      {"device", e.device},           {"gpu_name", e.gpu_name},
+                      {"gpu_memory_bytes", e.gpu_memory_bytes},
+                      {"compute_capability", e.compute_capability},
+                      {"cuda_driver", e.cuda_driver}};
+  const auto& d = r.device;
+  j["device"] = {{"device", d.device},
+                 {"emulated_gpu", d.emulated_gpu},
+                 {"budget_bytes", d.budget_bytes},
+                 {"device_total_bytes", d.device_total_bytes},
+                 {"allocator_settings", d.allocator_settings}};
   const auto& s = r.summary;
   j["summary"] = {{"steps_completed", s.steps_completed}, {"measured_steps", s.measured_steps},
                   {"tokens_per_s", s.tokens_per_s},       {"step_time_median_s", s.step_time_median_s},
@@ -184,7 +206,12 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
                  {"optimizer_bytes", m.optimizer_bytes},
                  {"activations_bytes", m.activations_bytes},
                  {"saved_activations_bytes", m.saved_activations_bytes},
-                 {"allocations", m.allocations}};
+                 {"allocations", m.allocations},
+                 {"peak_active_bytes", m.peak_active_bytes},
+                 {"alloc_retries", m.alloc_retries},
+                 {"oom_count", m.oom_count},
+                 {"fragmentation_bytes", m.fragmentation_bytes},
+                 {"host_pool_peak_bytes", r.dist.host_pool_peak_bytes}};
   for (const auto& p : m.phases) {
     j["memory"]["phases"].push_back({{"phase", p.phase},
                                      {"peak_bytes", p.peak_bytes},
@@ -203,7 +230,9 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
                           {"rows", st.rows},
                           {"seconds", st.seconds}, {"lr", st.lr},
                           {"grad_norm", st.grad_norm},
-                          {"peak_allocated_bytes", st.peak_allocated_bytes}});
+                          {"peak_allocated_bytes", st.peak_allocated_bytes},
+                          {"skipped", st.skipped},
+                          {"metrics", st.metrics}});
   }
   j["timeline"] = nlohmann::json::array();
   for (const auto& t : r.timeline) {

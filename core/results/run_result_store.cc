@@ -39,6 +39,16 @@ const std::vector<Field>& RunMetricsFields() {
       {"activations_bytes", "memory", "activations_bytes"},
       {"saved_activations_bytes", "memory", "saved_activations_bytes"},
       {"allocations", "memory", "allocations"},
+      {"peak_active_bytes", "memory", "peak_active_bytes"},
+      {"alloc_retries", "memory", "alloc_retries"},
+      {"oom_count", "memory", "oom_count"},
+      {"fragmentation_bytes", "memory", "fragmentation_bytes"},
+      {"host_pool_peak_bytes", "memory", "host_pool_peak_bytes"},
+      {"device", "device", "device"},
+      {"emulated_gpu", "device", "emulated_gpu"},
+      {"budget_bytes", "device", "budget_bytes"},
+      {"device_total_bytes", "device", "device_total_bytes"},
+      {"allocator_settings", "device", "allocator_settings"},
       {"oom_requested_bytes", "oom", "requested_bytes"},
       {"oom_stage", "oom", "stage"},
       {"compute_dtype", "", "compute_dtype"},
@@ -61,7 +71,12 @@ const std::vector<Field>& EnvironmentFields() {
       {"cudnn_version", "environment", "cudnn_version"},
       {"nccl_version", "environment", "nccl_version"},
       {"memsweep_version", "environment", "memsweep_version"},
-      {"git_revision", "environment", "git_revision"}};
+      {"git_revision", "environment", "git_revision"},
+      {"device", "environment", "device"},
+      {"gpu_name", "environment", "gpu_name"},
+      {"gpu_memory_bytes", "environment", "gpu_memory_bytes"},
+      {"compute_capability", "environment", "compute_capability"},
+      {"cuda_driver", "environment", "cuda_driver"}};
   return kFields;
 }
 
@@ -90,7 +105,8 @@ const std::vector<Field>& StepFields() {
       {"step", "", "step"},           {"loss", "", "loss"},
       {"tokens", "", "tokens"},       {"positions", "", "positions"},
       {"seconds", "", "seconds"},     {"lr", "", "lr"},
-      {"grad_norm", "", "grad_norm"}, {"peak_allocated_bytes", "", "peak_allocated_bytes"}};
+      {"grad_norm", "", "grad_norm"}, {"peak_allocated_bytes", "", "peak_allocated_bytes"},
+      {"skipped", "", "skipped"}};
   return kFields;
 }
 
@@ -188,7 +204,7 @@ void InsertEach(SqliteConnection& db, const char* table, const std::vector<Field
 void DeleteRunDetails(SqliteConnection& db, int64_t run_id) {
   static const char* kTables[] = {"run_plugins",     "environments", "step_metrics",
                                   "memory_timeline", "phase_memory", "run_metrics",
-                                  "plugin_metrics", "run_ranks"};
+                                  "plugin_metrics", "run_ranks", "step_plugin_metrics"};
   for (const char* table : kTables) {
     SqliteStatement remove = db.Prepare(std::string("DELETE FROM ") + table + " WHERE run_id = ?1");
     remove.BindInt64(1, run_id);
@@ -209,6 +225,22 @@ void StoreRunDetails(SqliteConnection& db, int64_t run_id, const json& result) {
   InsertEach(db, "run_plugins", PluginFields(), /*with_seq=*/true, run_id,
              Member(result, "plugins"));
   InsertEach(db, "run_ranks", RankFields(), /*with_seq=*/false, run_id, Member(result, "ranks"));
+  const json& steps = Member(result, "steps");
+  if (steps.is_array()) {
+    SqliteStatement insert = db.Prepare(
+        "INSERT INTO step_plugin_metrics (run_id, step, name, value) VALUES (?1, ?2, ?3, ?4)");
+    for (const json& step : steps) {
+      const json& metrics = Member(step, "metrics");
+      if (!metrics.is_object()) continue;
+      for (const auto& [name, value] : metrics.items()) {
+        insert.BindInt64(1, run_id);
+        BindJsonValue(insert, 2, Member(step, "step"));
+        BindJsonValue(insert, 3, json(name));
+        BindJsonValue(insert, 4, value);
+        insert.Run();
+      }
+    }
+  }
   const json& figures = Member(result, "plugin_metrics");
   if (figures.is_object()) {
     SqliteStatement insert =

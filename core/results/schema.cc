@@ -267,6 +267,36 @@ ALTER TABLE environments ADD COLUMN cudnn_version TEXT;
 ALTER TABLE environments ADD COLUMN nccl_version TEXT;
 )sql";
 
+// Version 5: CUDA devices. Where a run trained (device, emulated GPU, budget, allocator
+// settings), the caching allocator's figures beside the CPU's (active, retries, OOMs,
+// fragmentation), the host pool's peak, the GPU in the environment, and per-step figures of
+// strategies (fp16 loss scale, skipped steps).
+constexpr const char* kVersion5 = R"sql(
+ALTER TABLE run_metrics ADD COLUMN device TEXT;
+ALTER TABLE run_metrics ADD COLUMN emulated_gpu TEXT;
+ALTER TABLE run_metrics ADD COLUMN budget_bytes INTEGER;
+ALTER TABLE run_metrics ADD COLUMN device_total_bytes INTEGER;
+ALTER TABLE run_metrics ADD COLUMN allocator_settings TEXT;
+ALTER TABLE run_metrics ADD COLUMN peak_active_bytes INTEGER;
+ALTER TABLE run_metrics ADD COLUMN alloc_retries INTEGER;
+ALTER TABLE run_metrics ADD COLUMN oom_count INTEGER;
+ALTER TABLE run_metrics ADD COLUMN fragmentation_bytes INTEGER;
+ALTER TABLE run_metrics ADD COLUMN host_pool_peak_bytes INTEGER;
+ALTER TABLE environments ADD COLUMN device TEXT;
+ALTER TABLE environments ADD COLUMN gpu_name TEXT;
+ALTER TABLE environments ADD COLUMN gpu_memory_bytes INTEGER;
+ALTER TABLE environments ADD COLUMN compute_capability TEXT;
+ALTER TABLE environments ADD COLUMN cuda_driver TEXT;
+ALTER TABLE step_metrics ADD COLUMN skipped INTEGER;
+CREATE TABLE step_plugin_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step   INTEGER NOT NULL,
+  name   TEXT NOT NULL,
+  value  REAL,
+  PRIMARY KEY (run_id, step, name)
+);
+)sql";
+
 ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t known) {
   return ResultsError(path, "schema version " + std::to_string(version) +
                                 " is newer than this memsweep knows (" + std::to_string(known) +
@@ -277,7 +307,7 @@ ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t kn
 
 const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
-                                                     {4, kVersion4}};
+                                                     {4, kVersion4}, {5, kVersion5}};
   return kMigrations;
 }
 

@@ -6,8 +6,8 @@
 
 namespace memsweep::train {
 
-MemoryProbe::MemoryProbe(memory::TrackingAllocator& tracker, RunResult& result)
-    : tracker_(tracker), result_(result), start_(std::chrono::steady_clock::now()) {
+MemoryProbe::MemoryProbe(memory::DeviceMeter& meter, RunResult& result)
+    : tracker_(meter), result_(result), start_(std::chrono::steady_clock::now()) {
   baseline_ = tracker_.AllocatedBytes();
   reserved_baseline_ = tracker_.ReservedBytes();
   tracker_.ResetPeak();
@@ -81,7 +81,11 @@ void MemoryProbe::Finish() {
   m.activations_bytes =
       std::max<int64_t>(0, m.peak_allocated_bytes - m.params_bytes - m.grads_bytes -
                                m.optimizer_bytes);
-  m.allocations = tracker_.Counters().allocations;
+  m.allocations = tracker_.Allocations();
+  m.peak_active_bytes = tracker_.PeakActiveBytes() - baseline_;
+  m.alloc_retries = tracker_.AllocRetries();
+  m.oom_count = tracker_.OomCount();
+  m.fragmentation_bytes = std::max<int64_t>(0, m.peak_reserved_bytes - m.peak_allocated_bytes);
 }
 
 }  // namespace memsweep::train

@@ -1,4 +1,5 @@
-// MemoryProbe: the trainer's view of the tracking allocator. It labels the allocator with the
+// MemoryProbe: the trainer's view of the device's allocator (device_meter.h: the tracking
+// allocator on the CPU, the CUDA caching allocator on a GPU). It labels the allocator with the
 // stage now running, measures each stage's peak, records the timeline, and keeps the per-phase
 // breakdown (forward, backward, optimizer_step). Model-state sizes come from the tensors
 // themselves (distinct storages), never from estimates.
@@ -8,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/memory/tracking_allocator.h"
+#include "core/memory/device_meter.h"
 #include "core/train/run_result.h"
 #include "memsweep/stage.h"
 
@@ -25,7 +26,7 @@ class MemoryProbe {
  public:
   using ModelStateFn = std::function<ModelState()>;
 
-  MemoryProbe(memory::TrackingAllocator& tracker, RunResult& result);
+  MemoryProbe(memory::DeviceMeter& meter, RunResult& result);
 
   void SetModelStateFn(ModelStateFn fn) { model_state_ = std::move(fn); }
   void Begin(Stage stage, int64_t step);
@@ -40,7 +41,7 @@ class MemoryProbe {
  private:
   PhaseMemory* PhaseFor(Stage stage);
 
-  memory::TrackingAllocator& tracker_;
+  memory::DeviceMeter& tracker_;
   RunResult& result_;
   ModelStateFn model_state_;
   std::chrono::steady_clock::time_point start_;

@@ -28,6 +28,8 @@ struct StepRecord {
   double lr = 0.0;
   double grad_norm = 0.0;       // global L2 norm before clipping
   int64_t peak_allocated_bytes = 0;  // highest allocated bytes during this step
+  bool skipped = false;  // the update was skipped (fp16 loss scaling found inf/NaN gradients)
+  std::map<std::string, double> metrics;  // RunContext::record_step figures (loss scale ...)
 };
 
 struct TimelinePoint {
@@ -59,6 +61,19 @@ struct MemoryBreakdown {
   int64_t saved_activations_bytes = 0;  // growth across one forward: what backward keeps
   std::vector<PhaseMemory> phases;    // forward, backward, optimizer_step
   int64_t allocations = 0;
+  int64_t peak_active_bytes = 0;      // CUDA: blocks in use incl. split tails; CPU: = allocated
+  int64_t alloc_retries = 0;          // CUDA: requests retried after freeing the cache
+  int64_t oom_count = 0;              // OOMs the allocator raised
+  int64_t fragmentation_bytes = 0;    // peak_reserved - peak_allocated: cache not holding tensors
+};
+
+// Where a run trained and how large its device looked to it.
+struct DeviceFigures {
+  std::string device = "cpu";          // "cpu" or "cuda:N"
+  std::string emulated_gpu;            // [device] emulate ("a10g", "custom"), "" without
+  int64_t budget_bytes = 0;            // the allocator cap in force (0 = none)
+  int64_t device_total_bytes = 0;      // CUDA: the GPU's memory; CPU: 0
+  std::string allocator_settings;      // CUDA caching allocator settings applied ("" = defaults)
 };
 
 struct RunSummary {
@@ -109,6 +124,7 @@ struct RunResult {
   std::string compute_dtype;  // the precision strategy's ComputeDtype ("float32", "bfloat16", ...)
   std::map<std::string, double> plugin_metrics;  // figures strategies recorded (summed)
   RankFigures dist;  // this rank in a multi-process run
+  DeviceFigures device;
 };
 
 }  // namespace memsweep::train

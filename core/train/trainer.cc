@@ -1,6 +1,8 @@
 #include "core/train/trainer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/AllocatorConfig.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
 #include <torch/autograd.h>
@@ -9,17 +11,23 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <limits>
 #include <set>
+#include <stdexcept>
 
+#include "core/env/cuda_probe.h"
 #include "core/env/environment.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
+#include "core/memory/device_meter.h"
 #include "core/memory/malloc_host_pool.h"
+#include "core/memory/pinned_host_pool.h"
 #include "core/memory/storage_bytes.h"
 #include "core/model/llama.h"
 #include "core/train/adamw.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_probe.h"
+#include "core/train/step_timer.h"
 #include "core/train/strategy_hooks.h"
 #include "core/train/summary.h"
 
@@ -31,7 +39,7 @@ using Clock = std::chrono::steady_clock;
 // Restores the allocator's budget and stage label when a run ends, however it ends.
 class BudgetScope {
  public:
-  BudgetScope(memory::TrackingAllocator& tracker, std::optional<int64_t> budget)
+  BudgetScope(memory::DeviceMeter& tracker, std::optional<int64_t> budget)
       : tracker_(tracker), previous_(tracker.Budget()) {
     tracker_.SetBudget(budget);
   }
@@ -41,7 +49,7 @@ class BudgetScope {
   }
 
  private:
-  memory::TrackingAllocator& tracker_;
+  memory::DeviceMeter& tracker_;
   std::optional<int64_t> previous_;
 };
 
@@ -136,9 +144,17 @@ class StageMarks {
   Stage stage_ = Stage::kEnvironment;
 };
 
+// Moves a micro-batch's tensors to the run's device (a no-op on the CPU).
+void MoveToDevice(data::Batch& batch, const c10::Device& device) {
+  if (device.is_cpu()) return;
+  for (at::Tensor* t : {&batch.input_ids, &batch.targets, &batch.position_ids, &batch.segment_ids}) {
+    if (t->defined()) *t = t->to(device);
+  }
+}
+
 void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunState& state,
                MemoryProbe& probe, RunResult& result, const StepCallback& on_step,
-               Communicator* comm, HostPool* host_pool) {
+               Communicator* comm, HostPool* host_pool, memory::DeviceMeter& meter) {
   const StrategyHooks hooks(strategies);
   RunContext context;
   context.config = &cfg;
@@ -147,23 +163,35 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   const int rank = comm != nullptr ? comm->Rank() : 0;
   const int world = comm != nullptr ? comm->WorldSize() : 1;
   context.tracker = &memory::TrackingAllocator::Instance();
+  context.device = meter.Device();
+  context.device_memory = &meter;
+  const c10::Device device = meter.Device();
   context.record = [&result](const std::string& name, double value) {
     result.plugin_metrics[name] += value;
   };
+  StepRecord* current_step = nullptr;  // the step being run, for record_step
+  context.record_step = [&current_step](const std::string& name, double value) {
+    if (current_step != nullptr) current_step->metrics[name] = value;
+  };
   StageMarks stages(probe, hooks, context);
 
-  // environment: the allocator slot's memory backend serves every tensor from here on.
+  // environment: on the CPU the allocator slot's memory backend serves every tensor from here
+  // on; on CUDA its settings were applied before CUDA initialised (Trainer::Run).
   stages.Begin(Stage::kEnvironment, -1);
-  auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>("allocator");
-  context.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
-                                         [&] { return allocator->MakeBackend(); }));
-  result.environment = env::DescribeEnvironment();
+  if (device.is_cpu()) {
+    auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>("allocator");
+    context.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
+                                           [&] { return allocator->MakeBackend(); }));
+  }
+  result.environment = env::DescribeEnvironment(device);
   stages.End();
 
   // model: attention and block execution come from their slots.
   stages.Begin(Stage::kModel, -1);
+  // Initialised on the CPU from the seed, then moved: the same weights on every device.
   torch::manual_seed(cfg.experiment.seed);
   state.model = model::LlamaModel(cfg.model.llama);
+  if (!device.is_cpu()) state.model->to(device);
   context.model = state.model.get();
   auto [attention, attention_plugin] = hooks.Get<AttentionStrategy>("attention");
   model::AttentionFn attend =
@@ -225,11 +253,14 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   probe.SetModelStateFn([&state] { return MeasureModelState(state); });
   stages.End();
 
+  StepTimer timer(device);
   for (int64_t step = 0; step < cfg.experiment.steps; ++step) {
-    const auto step_start = Clock::now();
+    timer.Start();
     probe.ResetStepPeak();
     StepRecord record;
     record.step = step;
+    current_step = &record;
+    context.skip_optimizer_step = false;
 
     // step_begin: learning rate and this step's micro-batches. The loss of every micro-batch is
     // divided by the real tokens of the whole step, so accumulation adds up to the full-batch loss.
@@ -245,7 +276,10 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
       record.tokens += batch.real_tokens;
       record.positions += batch.positions;
       record.rows += batch.Rows();
-      if (i % world == rank) micro_batches.push_back(std::move(batch));
+      if (i % world == rank) {
+        MoveToDevice(batch, device);
+        micro_batches.push_back(std::move(batch));
+      }
     }
     stages.End();
 
@@ -264,9 +298,10 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
       }
       stages.End();
 
+      // The loss as computed, before a precision strategy's backward hook may scale it.
+      record.loss += loss.detach().item<double>();
       stages.Begin(Stage::kBackward, step);
       loss.backward();
-      record.loss += loss.item<double>();
       loss = at::Tensor();
       batch = data::Batch();
       stages.End();
@@ -276,7 +311,17 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
     context.micro_batch = -1;
 
     stages.Begin(Stage::kOptimizerStep, step);
-    if (sharded_step) {
+    if (context.skip_optimizer_step) {
+      record.skipped = true;  // the begin hooks found the gradients unusable (fp16 overflow)
+      record.grad_norm = std::numeric_limits<double>::quiet_NaN();
+      if (sharded_step) {
+        // The sharding slot keeps reduced gradients of its own, which a skipped step would
+        // carry into the next one.
+        throw std::logic_error(
+            "a precision strategy skipped this optimizer step, but the sharding slot owns the "
+            "step and keeps its own gradients; use sharding \"none\" or \"ddp\" with it");
+      }
+    } else if (sharded_step) {
       const OptimizerStepSpec spec{record.lr, o.beta1,     o.beta2, o.eps,
                                    o.weight_decay, o.grad_clip, step + 1};
       record.grad_norm = CallPlugin(*sharding_plugin, "optimizer_step",
@@ -290,10 +335,11 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
     stages.Begin(Stage::kStepEnd, step);
     if (state.optimizer) state.optimizer->ZeroGrad();
     record.loss = SumOverRanks(comm, record.loss);  // each rank summed its share of the loss
-    record.seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+    record.seconds = timer.Stop();
     record.peak_allocated_bytes = probe.StepPeak();
+    current_step = nullptr;
     result.steps.push_back(record);
-    if (on_step) on_step(record);
+    if (on_step) on_step(result.steps.back());
     stages.End();
   }
 
@@ -315,15 +361,26 @@ const char* RunStatusName(RunStatus status) {
 Trainer::Trainer(config::RunConfig config, StrategySet strategies)
     : config_(std::move(config)), strategies_(std::move(strategies)) {}
 
+c10::Device Trainer::RunDevice() const {
+  if (config_.device.type != "cuda") return c10::Device(c10::kCPU);
+  const int index = device_index_ >= 0 ? device_index_ : config_.device.index;
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
 RunResult Trainer::Run() {
   RunResult result;
   auto& tracker = memory::TrackingAllocator::Instance();
   tracker.ClearLastOom();
   const auto start = Clock::now();
+  const c10::Device device = RunDevice();
+  result.device.device = device.str();
+  if (config_.device.emulate) result.device.emulated_gpu = config_.device.emulate->name;
+  result.device.budget_bytes = config_.device.memory_budget_bytes.value_or(0);
   // Threads first, then the calibration: it measures the machine, not the run, so it runs
   // outside the budget and before the run's memory accounting starts.
   env::SetThreads(config_.device.threads);
   c10::ScalarType compute_dtype = at::kFloat;
+  std::string allocator_settings;
   try {
     // What loss-equivalence verification needs to know of each plugin (docs/results.md).
     for (const auto& active : strategies_) {
@@ -331,18 +388,48 @@ RunResult Trainer::Run() {
           CallPlugin(active, "MathPreserving", [&] { return active.impl->MathPreserving(); });
       result.plugins.push_back({active.slot, active.name, active.version, preserving});
     }
-    auto [precision, precision_plugin] = StrategyHooks(strategies_).Get<PrecisionStrategy>("precision");
+    const StrategyHooks hooks(strategies_);
+    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
     compute_dtype = CallPlugin(*precision_plugin, "environment",
                                [&] { return precision->ComputeDtype(); });
     result.compute_dtype = ComputeDtypeName(compute_dtype);
+    if (device.is_cuda()) {
+      auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>("allocator");
+      allocator_settings = CallPlugin(*allocator_plugin, "environment (allocator settings)",
+                                      [&] { return allocator->DeviceAllocatorSettings(); });
+    }
   } catch (const PluginError& e) {
     result.status = RunStatus::kFailed;
     result.error = e.what();
     return result;
   }
-  result.summary.peak_flops = env::CachedGemmPeakFlops(compute_dtype);
+  // On CUDA: the allocator's settings before anything touches the device, then the GPU made
+  // current for the whole run (its caching allocator is the one measured).
+  std::unique_ptr<memory::DeviceMeter> meter;
+  std::optional<c10::DeviceGuard> device_guard;
+  try {
+    if (!allocator_settings.empty()) c10::CachingAllocator::setAllocatorSettings(allocator_settings);
+    result.device.allocator_settings = allocator_settings;
+    if (device.is_cuda()) device_guard.emplace(device);
+    meter = memory::MakeDeviceMeter(device);
+    result.summary.peak_flops = env::CachedGemmPeakFlops(compute_dtype, device);
+    meter->EmptyCache();  // the calibration's blocks are not the run's
+    meter->ClearLastOom();
+    result.device.device_total_bytes = env::DeviceTotalBytes(device);
+  } catch (const std::exception& e) {
+    result.status = RunStatus::kFailed;
+    result.error = std::string("setting up ") + device.str() + ": " + e.what();
+    return result;
+  }
   const std::shared_ptr<memory::MemoryBackend> previous_backend = tracker.BackendPtr();
-  memory::MallocHostPool host_pool;
+  // Offloaded state lives in host memory the device accounting does not count: pinned on CUDA
+  // (asynchronous copies), malloc'ed on the CPU.
+  std::unique_ptr<HostPool> host_pool;
+  if (device.is_cuda()) {
+    host_pool = std::make_unique<memory::PinnedHostPool>();
+  } else {
+    host_pool = std::make_unique<memory::MallocHostPool>();
+  }
   if (comm_ != nullptr) {
     result.dist.rank = comm_->Rank();
     result.dist.world_size = comm_->WorldSize();
@@ -360,16 +447,17 @@ RunResult Trainer::Run() {
   result.summary.peak_flops = SumOverRanks(comm_, result.summary.peak_flops);
   const dist::CommCounters comm_start = comm_ != nullptr ? comm_->Counters() : dist::CommCounters{};
   {
-    BudgetScope budget(tracker, config_.device.memory_budget_bytes);
-    MemoryProbe probe(tracker, result);
+    BudgetScope budget(*meter, config_.device.memory_budget_bytes);
+    MemoryProbe probe(*meter, result);
     {
       RunState state;
       try {
-        RunStages(config_, strategies_, state, probe, result, on_step_, comm_, &host_pool);
+        RunStages(config_, strategies_, state, probe, result, on_step_, comm_, host_pool.get(),
+                  *meter);
       } catch (const c10::OutOfMemoryError& e) {
         result.status = RunStatus::kOom;
         result.error = WithoutBacktrace(e);
-        result.oom = tracker.LastOom();
+        result.oom = meter->LastOom();
       } catch (const c10::Error& e) {
         result.status = RunStatus::kFailed;
         result.error = WithoutBacktrace(e);
@@ -379,12 +467,17 @@ RunResult Trainer::Run() {
       }
       if (state.optimizer) state.optimizer->ZeroGrad();  // an OOM in backward may leave grads
     }  // the model, data and optimizer state are freed here
+    try {
+      SynchronizeDevice(device);
+    } catch (const std::exception&) {
+      // A device fault already ended the run; its figures up to here still stand.
+    }
     probe.Finish();
   }
   // Cached blocks go back to the device, and the next run starts on the previous backend.
-  tracker.EmptyCache();
-  tracker.SetBackend(previous_backend);
-  result.dist.host_pool_peak_bytes = host_pool.PeakBytes();
+  meter->EmptyCache();
+  if (device.is_cpu()) tracker.SetBackend(previous_backend);
+  result.dist.host_pool_peak_bytes = host_pool->PeakBytes();
   if (comm_ != nullptr) {
     const dist::CommCounters comm_end = comm_->Counters();
     result.dist.comm_seconds = comm_end.seconds - comm_start.seconds;

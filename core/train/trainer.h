@@ -1,7 +1,8 @@
 // Trainer: one training run of a RunConfig, measured. The loop reads top to bottom like llm.c's
 // training step, with each named stage (stage.h) marked where it begins and ends:
 //
-//   environment   threads, GEMM path, device budget, memory backend (allocator slot)
+//   environment   threads, device (cpu or cuda:N), device budget, memory backend or CUDA
+//                 allocator settings (allocator slot)
 //   model         build the Llama decoder (seeded); attention and block runner from their slots
 //   data          batch shape (batching slot), batch source (packing slot)
 //   optimizer     AdamW + warm-up/cosine schedule
@@ -18,6 +19,8 @@
 //   Trainer trainer(config, config::InstantiateStrategies(config));
 //   RunResult result = trainer.Run();
 #pragma once
+
+#include <c10/core/Device.h>
 
 #include <functional>
 
@@ -39,6 +42,10 @@ class Trainer {
   void OnStep(StepCallback callback) { on_step_ = std::move(callback); }
   // This rank's process group in a run of device.world_size ranks (not owned; may be null).
   void SetCommunicator(dist::CountingCommunicator* comm) { comm_ = comm; }
+  // The CUDA device of this rank (LOCAL_RANK); default: [device] index.
+  void SetDeviceIndex(int index) { device_index_ = index; }
+  // cpu, or cuda:N for a run with [device] type = "cuda".
+  c10::Device RunDevice() const;
   // Runs the whole configuration. Budget OOMs give status kOom, other errors kFailed.
   RunResult Run();
 
@@ -47,6 +54,7 @@ class Trainer {
   StrategySet strategies_;
   StepCallback on_step_;
   dist::CountingCommunicator* comm_ = nullptr;
+  int device_index_ = -1;
 };
 
 }  // namespace memsweep::train

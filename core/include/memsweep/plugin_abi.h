@@ -22,7 +22,10 @@ extern "C" {
 /* 2: the C++ slot interfaces behind register_fn changed (PrecisionStrategy::
  *    HandOverOptimizerParameters, ShardingStrategy::AdoptOptimizerParameters, which the host
  *    calls): a plugin built against version 1's headers has shorter vtables and is refused. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 2u
+/* 3: CUDA devices: Strategy::DeviceRefusal, AllocatorStrategy::DeviceAllocatorSettings (new
+ *    virtual functions) and RunContext's device, device_memory, skip_optimizer_step and
+ *    record_step members. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 3u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {

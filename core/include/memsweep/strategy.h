@@ -18,12 +18,16 @@
 //                                         checkpointing slot's BlockRunner (WrapBlockRunner)
 //   callbacks      CallbackStrategy       stage hooks only; zero or more per run
 //
+// Every strategy may refuse the run's device (DeviceRefusal): the host asks at plan time, before
+// anything runs, and stops with the strategy's message (which names the alternative).
+//
 // Hooks run in slot order (as listed) at a stage's beginning and in reverse order at its end.
 // Exceptions thrown by a strategy are caught by the host and reported with the plugin's name;
 // c10::OutOfMemoryError passes through as a budget OOM.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include "core/memory/tracking_allocator.h"
 #include "core/model/llama.h"
 #include "memsweep/collectives.h"
+#include "memsweep/device_memory.h"
 #include "memsweep/host_pool.h"
 #include "memsweep/stage.h"
 
@@ -83,6 +88,20 @@ struct RunContext {
   Communicator* comm = nullptr;
   // Host memory outside the device budget (offloaded state); always set.
   HostPool* host_pool = nullptr;
+
+  // ABI 3 (appended). Where the model, the batches and the activations live: cpu or cuda:N.
+  // Strategies create their tensors with this device (e.g. at::zeros(n, p.options())).
+  c10::Device device{c10::kCPU};
+  // The allocator serving `device` (tracking allocator on cpu, CUDA caching allocator on cuda);
+  // always set.
+  DeviceMemory* device_memory = nullptr;
+  // A precision strategy sets this in optimizer_step's begin hook to skip this step's update
+  // (fp16 loss scaling found inf/NaN gradients); the host then neither clips nor updates, the
+  // gradients are zeroed as usual, and the step is recorded as skipped. Reset every step.
+  bool skip_optimizer_step = false;
+  // Records a figure of this step (the fp16 loss scale ...): stored per step with the results,
+  // beside the step's loss. The last value of a name within a step wins.
+  std::function<void(const std::string& name, double value)> record_step;
 };
 
 class Strategy {
@@ -92,11 +111,21 @@ class Strategy {
   virtual void OnStageEnd(Stage stage, RunContext& context);
   // True when the strategy leaves the training math unchanged (loss-equivalence checks).
   virtual bool MathPreserving() const;
+  // ABI 3 (appended). Why this strategy cannot run on a device of this type ("" = it can), in
+  // words that name the alternative: "a CPU kernel; on CUDA use plugin = \"sdpa\"". Asked at plan
+  // time, after construction (so the answer may depend on the parameters).
+  virtual std::string DeviceRefusal(c10::DeviceType device) const;
 };
 
 class AllocatorStrategy : public Strategy {
  public:
+  // The backend behind the CPU device's tracking allocator (asked on the CPU device only).
   virtual std::shared_ptr<memory::MemoryBackend> MakeBackend() = 0;
+  // ABI 3 (appended). On a CUDA device: the CUDA caching allocator's settings, in
+  // PYTORCH_ALLOC_CONF syntax ("expandable_segments:True,max_split_size_mb:128"); the host
+  // applies them in the cell's worker before CUDA allocates anything. Default: "" (LibTorch's
+  // defaults, or what PYTORCH_ALLOC_CONF in the environment says).
+  virtual std::string DeviceAllocatorSettings() const;
 };
 
 class BatchingStrategy : public Strategy {

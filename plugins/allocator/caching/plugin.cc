@@ -1,6 +1,8 @@
-// allocator/caching: a CPU memory backend that behaves like PyTorch's CUDA caching allocator
-// (segments, pools, block splitting and reuse, PYTORCH_CUDA_ALLOC_CONF options), so reserved
-// bytes, fragmentation and cache-flush retries can be measured. See README.md.
+// allocator/caching: the CUDA caching allocator's options. On a CUDA device they are applied to
+// LibTorch's real allocator (PYTORCH_ALLOC_CONF syntax, before CUDA initialises); on the CPU a
+// memory backend emulates that allocator (segments, pools, block splitting and reuse, the same
+// options), so reserved bytes, fragmentation and cache-flush retries can be measured without a
+// GPU. See README.md.
 #include <memory>
 
 #include "caching_backend.h"
@@ -33,6 +35,7 @@ class CachingAllocator final : public memsweep::AllocatorStrategy {
                                             params.Float("garbage_collection_threshold"),
                                             params.Bool("expandable_segments"))) {}
 
+  std::string DeviceAllocatorSettings() const override { return options_.AllocatorConf(); }
   std::shared_ptr<memsweep::memory::MemoryBackend> MakeBackend() override {
     backend_ = std::make_shared<CachingBackend>(options_);
     return backend_;
@@ -61,6 +64,6 @@ class CachingAllocator final : public memsweep::AllocatorStrategy {
 }  // namespace
 
 MEMSWEEP_PLUGIN(CachingAllocator, "caching", "allocator", "1.0.0",
-                "CPU emulation of PyTorch's CUDA caching allocator: segments, pools, split/reuse; "
-                "reserved >= allocated",
+                "PyTorch's CUDA caching allocator options: the real allocator on CUDA, its emulation "
+                "on the CPU (segments, pools, split/reuse; reserved >= allocated)",
                 kParams, /*slot_default=*/0)

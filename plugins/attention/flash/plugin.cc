@@ -30,6 +30,12 @@ class FlashAttention final : public memsweep::AttentionStrategy {
   // The same attention as eager; only the summation order of the softmax differs.
   bool MathPreserving() const override { return true; }
   memsweep::model::AttentionFn MakeAttention() override { return flash::MakeFlashAttention(tiles_); }
+  // A CPU kernel: on a GPU, ATen's own flash kernel does this job.
+  std::string DeviceRefusal(c10::DeviceType device) const override {
+    if (device == c10::kCPU) return "";
+    return "attention/flash is a CPU kernel; on CUDA use plugin = \"sdpa\" (backend = \"flash\" "
+           "for ATen's FlashAttention-2 kernel)";
+  }
 
  private:
   flash::TileSizes tiles_;

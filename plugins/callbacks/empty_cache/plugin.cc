@@ -1,6 +1,7 @@
 // callbacks/empty_cache: every N optimizer steps, give the allocator's cached, unused memory
 // back to the device (torch.cuda.empty_cache() in the studies memsweep reproduces), and record
-// what it cost (seconds) and what it released (reserved bytes).
+// what it cost (seconds) and what it released (reserved bytes). On a CUDA device it is the real
+// emptyCache of LibTorch's caching allocator; on the CPU the simulated backend's.
 #include <chrono>
 #include <stdexcept>
 
@@ -23,15 +24,16 @@ class EmptyCache final : public memsweep::CallbackStrategy {
   void OnStageEnd(memsweep::Stage stage, memsweep::RunContext& ctx) override {
     if (stage != memsweep::Stage::kStepEnd || (ctx.step + 1) % every_ != 0) return;
     // With several ranks a barrier goes before and after (sharding slot); one process needs none.
-    const int64_t reserved_before = ctx.tracker->ReservedBytes();
+    memsweep::DeviceMemory& memory = *ctx.device_memory;
+    const int64_t reserved_before = memory.ReservedBytes();
     const auto start = std::chrono::steady_clock::now();
-    ctx.tracker->EmptyCache();
+    memory.EmptyCache();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ctx.record("empty_cache.calls", 1.0);
     ctx.record("empty_cache.seconds", seconds);
     ctx.record("empty_cache.released_bytes",
-               static_cast<double>(reserved_before - ctx.tracker->ReservedBytes()));
+               static_cast<double>(reserved_before - memory.ReservedBytes()));
   }
 
  private:

@@ -13,11 +13,14 @@
 
 namespace memsweep::plugins::checkpointing {
 
-// A snapshot of the CPU generator and the CPU autocast settings.
+// A snapshot of the CPU generator and the autocast settings of both devices (the model draws no
+// random numbers on CUDA).
 struct ForwardState {
   at::Tensor generator_state;  // at::Generator::get_state(): a uint8 CPU tensor
   bool autocast_enabled = false;
   at::ScalarType autocast_dtype = at::kBFloat16;
+  bool cuda_autocast_enabled = false;
+  at::ScalarType cuda_autocast_dtype = at::kHalf;
 
   static ForwardState Capture() {
     ForwardState state;
@@ -28,6 +31,8 @@ struct ForwardState {
     }
     state.autocast_enabled = at::autocast::is_autocast_enabled(at::kCPU);
     state.autocast_dtype = at::autocast::get_autocast_dtype(at::kCPU);
+    state.cuda_autocast_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
+    state.cuda_autocast_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
     return state;
   }
 
@@ -39,6 +44,8 @@ struct ForwardState {
     }
     at::autocast::set_autocast_enabled(at::kCPU, autocast_enabled);
     at::autocast::set_autocast_dtype(at::kCPU, autocast_dtype);
+    at::autocast::set_autocast_enabled(at::kCUDA, cuda_autocast_enabled);
+    at::autocast::set_autocast_dtype(at::kCUDA, cuda_autocast_dtype);
   }
 };
 

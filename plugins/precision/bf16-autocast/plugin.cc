@@ -1,6 +1,6 @@
 // precision/bf16-autocast: fp32 parameters, gradients and optimizer state; the forward pass
-// runs under LibTorch's CPU autocast, so matmuls (and what autocast lists) compute in bfloat16
-// and the activations they save for backward are bf16.
+// runs under LibTorch's autocast for the run's device (CPU or CUDA), so matmuls (and what
+// autocast lists) compute in bfloat16 and the activations they save for backward are bf16.
 #include <ATen/autocast_mode.h>
 
 #include "memsweep/plugin.h"
@@ -16,10 +16,11 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   // Not math-preserving: bf16 GEMMs round what fp32 computes exactly.
   bool MathPreserving() const override { return false; }
 
-  void OnStageBegin(memsweep::Stage stage, memsweep::RunContext&) override {
+  void OnStageBegin(memsweep::Stage stage, memsweep::RunContext& ctx) override {
     if (stage != memsweep::Stage::kForward) return;
-    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-    at::autocast::set_autocast_enabled(at::kCPU, true);
+    device_ = ctx.device.type();
+    at::autocast::set_autocast_dtype(device_, at::kBFloat16);
+    at::autocast::set_autocast_enabled(device_, true);
     enabled_ = true;
   }
 
@@ -32,15 +33,16 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   // state and must not outlive the run.
   void Disable() {
     if (!enabled_) return;
-    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::set_autocast_enabled(device_, false);
     at::autocast::clear_cache();
     enabled_ = false;
   }
   bool enabled_ = false;
+  c10::DeviceType device_ = c10::kCPU;
 };
 
 }  // namespace
 
 MEMSWEEP_PLUGIN(Bf16Autocast, "bf16-autocast", "precision", "1.0.0",
-                "fp32 weights; forward under CPU autocast (bf16 matmuls and saved activations)",
+                "fp32 weights; forward under autocast (bf16 matmuls and saved activations), CPU or CUDA",
                 MEMSWEEP_NO_PARAMS, /*slot_default=*/0)

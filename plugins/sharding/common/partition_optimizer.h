@@ -35,7 +35,7 @@ class PartitionOptimizer {
              const std::vector<at::Tensor>& params, const FlatPartition& layout) {
     if (AreTheParameters(updated, params)) return;
     master_ = offload_ ? ctx.host_pool->Empty({layout.partition}, at::kFloat)
-                       : at::empty({layout.partition}, at::TensorOptions().dtype(at::kFloat));
+                       : at::empty({layout.partition}, params.front().options().dtype(at::kFloat));
     AdoptMasters(updated, params, layout, master_);
   }
 
@@ -54,7 +54,9 @@ class PartitionOptimizer {
     at::Tensor& target = master_.defined() ? master_ : owned;
     FlatAdamWStep(target, step_grad, exp_avg_, exp_avg_sq_, spec, grad_scale);
     // Rounded to the parameters' dtype; nothing to copy when the master is the owned partition.
-    if (master_.defined() && !master_.is_same(owned)) owned.copy_(master_);
+    // From the host pool (pinned on CUDA) the copy back to the device is asynchronous: the next
+    // read of master_ on the host comes after the next step's blocking gradient copy.
+    if (master_.defined() && !master_.is_same(owned)) owned.copy_(master_, /*non_blocking=*/offload_);
   }
 
   // Device-side state (host-pool state is not device memory: it shows in host_pool_peak_bytes).
@@ -71,8 +73,8 @@ class PartitionOptimizer {
   void Allocate(RunContext& ctx, const at::Tensor& owned, bool owned_in_host_pool) {
     const int64_t n = owned.numel();
     if (!offload_) {
-      exp_avg_ = at::zeros({n}, at::TensorOptions().dtype(at::kFloat));
-      exp_avg_sq_ = at::zeros({n}, at::TensorOptions().dtype(at::kFloat));
+      exp_avg_ = at::zeros({n}, owned.options().dtype(at::kFloat));
+      exp_avg_sq_ = at::zeros({n}, owned.options().dtype(at::kFloat));
       return;
     }
     HostPool& pool = *ctx.host_pool;

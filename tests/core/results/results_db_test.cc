@@ -59,7 +59,7 @@ TEST(ResultsDbTest, CreatesDirectoryAndSchemaAtCurrentVersion) {
                                                "phase_memory", "plugin_metrics",
                                                "run_metrics", "run_plugins", "run_ranks",
                                                "run_summary", "runs", "step_metrics",
-                                               "verification"}));
+                                               "step_plugin_metrics", "verification"}));
   }
   EXPECT_EQ(UserVersion(path), kSchemaVersion);
   EXPECT_EQ(kSchemaVersion, SchemaMigrations().back().version);

@@ -44,17 +44,5 @@ TEST(Bf16AutocastTest, AutocastDoesNotOutliveAnOomInForward) {
   EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
-TEST(Fp16PrecisionTest, IsRejectedOnTheCpuAtValidation) {
-  try {
-    TinyRun(1, {"strategies.precision.plugin=fp16"});
-    FAIL() << "fp16 was accepted";
-  } catch (const config::ConfigError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("fp16 (autocast with dynamic loss scaling) is for CUDA devices"),
-              std::string::npos) << what;
-    EXPECT_NE(what.find("bf16-autocast"), std::string::npos) << what;
-  }
-}
-
 }  // namespace
 }  // namespace memsweep

@@ -1,0 +1,86 @@
+// Sweeps on a CUDA device through the memsweep binary, as users run them: a cell that runs out of
+// GPU memory and a cell whose kernel faults (device-side assert) end only themselves; the real
+// allocator's expandable_segments lowers fragmentation where sequence lengths vary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/results/results_db.h"
+#include "gpu/gpu_test_support.h"
+#include "support/cli_runner.h"
+
+namespace memsweep::testing_support {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GpuSweep : public GpuTest {};
+
+fs::path WriteExperiment(const fs::path& dir, const std::string& name, const std::string& body) {
+  const fs::path file = dir / (name + ".toml");
+  std::ofstream(file) << "[experiment]\nname = \"" << name << "\"\nsteps = 4\nwarmup_steps = 1\n"
+                      << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
+                      << "\"\n[device]\ntype = \"cuda\"\n"
+                      << "[plugins]\npaths = [\"" << MEMSWEEP_FIXTURE_DIR << "/chaos\"]\n" << body;
+  return file;
+}
+
+results::QueryResult Query(const fs::path& db_path, const std::string& sql) {
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  return db.Query(sql);
+}
+
+TEST_F(GpuSweep, AnOomCellAndAFaultingCellEndOnlyThemselves) {
+  const fs::path dir = FreshTempDir("gpu_faults");
+  const fs::path file = WriteExperiment(
+      dir, "faults",
+      "[strategies.batching]\nseq_len = 64\nmicro_batch_size = 4\n"
+      "[strategies.sharding]\nplugin = \"fixture-chaos\"\n"
+      "[matrix]\n\"strategies.sharding.action\" = [\"none\", \"device_fault\"]\n"
+      "[[matrix.include]]\n\"strategies.sharding.action\" = \"none\"\n"
+      "\"device.emulate\" = \"64MiB\"\n"
+      "[[matrix.include]]\n\"strategies.sharding.action\" = \"none\"\n");
+  const fs::path db = dir / "r.db";
+  const Outcome out =
+      RunMemsweep("run " + file.string() + " --db " + db.string() + " --cell-timeout 120");
+  EXPECT_EQ(out.exit_code, 3) << out.output;  // some cells did not finish well
+  const results::QueryResult rows = Query(
+      db, "SELECT json_extract(params, '$.\"strategies.sharding.action\"'), status, error "
+          "FROM run_summary ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 3u) << out.output;
+  EXPECT_EQ(rows.rows[0][1].value_or(""), "ok");
+  EXPECT_EQ(rows.rows[1][1].value_or(""), "failed");
+  EXPECT_FALSE(rows.rows[1][2].value_or("").empty());
+  EXPECT_EQ(rows.rows[2][1].value_or(""), "oom") << rows.rows[2][2].value_or("");
+  EXPECT_NE(rows.rows[2][2].value_or("").find("out of memory"), std::string::npos);
+}
+
+TEST_F(GpuSweep, ExpandableSegmentsLowerFragmentationWhereLengthsVary) {
+  const fs::path dir = FreshTempDir("gpu_expandable");
+  // padding = "longest": every micro-batch has the length of its longest document, so block
+  // sizes change from step to step — the pattern that leaves split segments behind.
+  const fs::path file = WriteExperiment(
+      dir, "expandable",
+      "[model]\npreset = \"small\"\n"
+      "[strategies.batching]\nseq_len = 1024\nmicro_batch_size = 8\npadding = \"longest\"\n"
+      "[strategies.allocator]\nplugin = \"caching\"\n"
+      "[matrix]\n\"strategies.allocator.expandable_segments\" = [false, true]\n");
+  const fs::path db = dir / "r.db";
+  const Outcome out = RunMemsweep("run " + file.string() + " --db " + db.string() +
+                                  " --set experiment.steps=12");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const results::QueryResult rows =
+      Query(db, "SELECT m.fragmentation_bytes, m.allocator_settings FROM run_metrics m "
+                "JOIN runs r ON r.id = m.run_id ORDER BY r.cell_index");
+  ASSERT_EQ(rows.rows.size(), 2u);
+  EXPECT_EQ(rows.rows[0][1].value_or("?"), "");
+  EXPECT_EQ(rows.rows[1][1].value_or(""), "expandable_segments:True");
+  const double fixed = std::stod(rows.rows[0][0].value_or("0"));
+  const double expandable = std::stod(rows.rows[1][0].value_or("0"));
+  EXPECT_LT(expandable, fixed) << "fragmentation (reserved - allocated at peak), bytes";
+}
+
+}  // namespace
+}  // namespace memsweep::testing_support

@@ -1,0 +1,161 @@
+// Training on a CUDA device: the same loop and plugins as on the CPU, measured by the CUDA caching
+// allocator. Tolerances: fp32 on both devices differs only in summation order (cuBLAS and CPU
+// BLAS block their sums differently; TF32 is off for matmuls by LibTorch's default), a relative
+// error of a few float32 epsilons (1.2e-7) per reduction, grown by AdamW's normalised updates in
+// later steps; bf16 rounds every matmul input to 8 significant bits (epsilon 7.8e-3).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/config/config_error.h"
+#include "gpu/gpu_test_support.h"
+
+namespace memsweep::testing_support {
+namespace {
+
+using train::RunResult;
+using train::RunStatus;
+
+class GpuTraining : public GpuTest {};
+
+void ExpectOk(const RunResult& r) { ASSERT_EQ(r.status, RunStatus::kOk) << r.error; }
+
+TEST_F(GpuTraining, TinyAndSmallFp32LossesFollowTheCpuRun) {
+  for (const char* preset : {"tiny", "small"}) {
+    const std::vector<std::string> o = {std::string("model.preset=\"") + preset + "\""};
+    const RunResult gpu = Train(GpuRun(4, o));
+    const RunResult cpu = Train(CpuRun(4, o));
+    ExpectOk(gpu);
+    ExpectOk(cpu);
+    EXPECT_EQ(gpu.device.device, "cuda:0");
+    EXPECT_FALSE(gpu.environment.gpu_name.empty());
+    ExpectLossesClose(gpu, cpu, 1e-5, 1e-3);
+  }
+}
+
+TEST_F(GpuTraining, TinyAndSmallBf16LossesFollowTheCpuRun) {
+  for (const char* preset : {"tiny", "small"}) {
+    const std::vector<std::string> o = {std::string("model.preset=\"") + preset + "\"",
+                                        "strategies.precision.plugin=\"bf16-autocast\""};
+    const RunResult gpu = Train(GpuRun(4, o));
+    const RunResult cpu = Train(CpuRun(4, o));
+    ExpectOk(gpu);
+    ExpectOk(cpu);
+    EXPECT_EQ(gpu.compute_dtype, "bfloat16");
+    ExpectLossesClose(gpu, cpu, 2e-2, 5e-2);
+  }
+}
+
+TEST_F(GpuTraining, ModelStateBytesEqualTheCpuRunAndTheFormula) {
+  const RunResult gpu = Train(GpuRun(2));
+  const RunResult cpu = Train(CpuRun(2));
+  ExpectOk(gpu);
+  ExpectOk(cpu);
+  const int64_t params = GpuRun(1).model.llama.ParameterCount() * 4;
+  EXPECT_EQ(gpu.memory.params_bytes, params);
+  EXPECT_EQ(gpu.memory.grads_bytes, params);
+  EXPECT_EQ(gpu.memory.optimizer_bytes, 2 * params);  // AdamW: exp_avg and exp_avg_sq
+  EXPECT_EQ(gpu.memory.params_bytes, cpu.memory.params_bytes);
+  EXPECT_EQ(gpu.memory.grads_bytes, cpu.memory.grads_bytes);
+  EXPECT_EQ(gpu.memory.optimizer_bytes, cpu.memory.optimizer_bytes);
+  // The caching allocator rounds blocks up (512 B) and keeps a cache: reserved >= active >=
+  // allocated, and the peak holds at least the model state.
+  EXPECT_GE(gpu.memory.peak_reserved_bytes, gpu.memory.peak_active_bytes);
+  EXPECT_GE(gpu.memory.peak_active_bytes, gpu.memory.peak_allocated_bytes);
+  EXPECT_GE(gpu.memory.peak_allocated_bytes, 4 * params);
+}
+
+TEST_F(GpuTraining, ABudgetBelowThePeakRunsOutOfMemoryAndOneJustAboveFits) {
+  const RunResult free_run = Train(GpuRun(3));
+  ExpectOk(free_run);
+  const int64_t peak = free_run.memory.peak_reserved_bytes;
+  const int64_t tight = peak * 7 / 10;
+  const RunResult oom = Train(GpuRun(3, {"device.emulate=" + std::to_string(tight)}));
+  EXPECT_EQ(oom.status, RunStatus::kOom) << oom.error;
+  EXPECT_NE(oom.error.find("out of memory"), std::string::npos) << oom.error;
+  ASSERT_TRUE(oom.oom.has_value());
+  EXPECT_GT(oom.oom->requested_bytes, 0);
+  EXPECT_EQ(oom.oom->budget_bytes, tight);
+  EXPECT_FALSE(oom.oom->stage.empty());
+  EXPECT_GE(oom.memory.oom_count, 1);
+  // Just above: the peak plus one 20 MiB segment of slack for the allocator's rounding.
+  const RunResult fit = Train(GpuRun(3, {"device.emulate=" + std::to_string(peak + (20 << 20))}));
+  ExpectOk(fit);
+  EXPECT_LE(fit.memory.peak_reserved_bytes, peak + (20 << 20));
+}
+
+TEST_F(GpuTraining, EmulatingACardLargerThanThisGpuIsRefusedAtPlanTime) {
+  EXPECT_THROW(GpuRun(1, {"device.emulate=\"1000GiB\""}), config::ConfigError);
+}
+
+TEST_F(GpuTraining, CpuKernelsAreRefusedAtPlanTimeNamingTheAlternative) {
+  try {
+    GpuRun(1, {"strategies.attention.plugin=\"flash\""});
+    FAIL() << "attention/flash was accepted on CUDA";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("plugin = \"sdpa\""), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GpuTraining, EmptyCacheReleasesReservedBytes) {
+  const RunResult r = Train(config::ParseRunConfig(
+      "[experiment]\nsteps = 4\n[data]\npath = \"data/devils-dictionary.jsonl\"\n"
+      "[device]\ntype = \"cuda\"\n[strategies.batching]\nseq_len = 64\n"
+      "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 1\n",
+      SourcePath("experiments/test.toml")));
+  ExpectOk(r);
+  ASSERT_TRUE(r.plugin_metrics.count("empty_cache.released_bytes"));
+  EXPECT_GT(r.plugin_metrics.at("empty_cache.released_bytes"), 0.0);
+  EXPECT_EQ(r.plugin_metrics.at("empty_cache.calls"), 4.0);
+}
+
+TEST_F(GpuTraining, Fp16ScalerSkipsTheStepOfAnInjectedOverflowAndBacksOff) {
+  const RunResult r = Train(GpuRun(5, {"strategies.precision.plugin=\"fp16\"",
+                                       "strategies.precision.inject_inf_at_step=2"}));
+  ExpectOk(r);
+  ASSERT_EQ(r.steps.size(), 5u);
+  for (const auto& step : r.steps) {
+    EXPECT_EQ(step.skipped, step.step == 2) << "step " << step.step;
+    EXPECT_TRUE(std::isfinite(step.loss)) << "step " << step.step;
+    ASSERT_TRUE(step.metrics.count("fp16.loss_scale"));
+  }
+  const double before = r.steps[2].metrics.at("fp16.loss_scale");
+  EXPECT_DOUBLE_EQ(r.steps[3].metrics.at("fp16.loss_scale"), before * 0.5);
+  EXPECT_EQ(r.plugin_metrics.at("fp16.skipped_steps"), 1.0);
+}
+
+TEST_F(GpuTraining, Fp16LossesFollowTheFp32Run) {
+  const RunResult fp16 = Train(GpuRun(4, {"strategies.precision.plugin=\"fp16\""}));
+  const RunResult fp32 = Train(GpuRun(4));
+  ExpectOk(fp16);
+  ExpectOk(fp32);
+  // fp16 keeps 11 significant bits (epsilon 9.8e-4): closer than bf16 where nothing overflows.
+  ExpectLossesClose(fp16, fp32, 1e-2, 3e-2);
+}
+
+TEST_F(GpuTraining, CheckpointingAndAccumulationAreEquivalentOnCuda) {
+  const RunResult plain = Train(GpuRun(3));
+  const RunResult full = Train(GpuRun(3, {"strategies.checkpointing.plugin=\"full\""}));
+  ExpectOk(plain);
+  ExpectOk(full);
+  ExpectLossesClose(full, plain, 1e-6, 1e-5);  // the recompute runs the same kernels
+  EXPECT_LT(full.memory.saved_activations_bytes, plain.memory.saved_activations_bytes);
+  const RunResult whole = Train(GpuRun(3, {"strategies.batching.micro_batch_size=8"}));
+  const RunResult accumulated = Train(GpuRun(3, {"strategies.batching.micro_batch_size=4",
+                                                 "strategies.batching.accumulation_steps=2"}));
+  ExpectOk(whole);
+  ExpectOk(accumulated);
+  ExpectLossesClose(accumulated, whole, 1e-5, 1e-3);
+}
+
+TEST_F(GpuTraining, StepTimesComeFromCudaEventsAndMfuFromTheGpusGemmRate) {
+  const RunResult r = Train(GpuRun(4, {"strategies.precision.plugin=\"bf16-autocast\""}));
+  ExpectOk(r);
+  for (const auto& step : r.steps) EXPECT_GT(step.seconds, 0.0);
+  EXPECT_GT(r.summary.peak_flops, 1e12);  // any CUDA GPU multiplies bf16 faster than 1 TFLOP/s
+  EXPECT_GT(r.summary.mfu, 0.0);
+  EXPECT_LT(r.summary.mfu, 1.0);
+}
+
+}  // namespace
+}  // namespace memsweep::testing_support
