@@ -1,0 +1,138 @@
+#include "core/env/gpu_catalog.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace memsweep::env {
+namespace {
+
+constexpr int64_t MiB(int64_t n) { return n << 20; }
+
+// Totals quoted in GiB with two decimals (PyTorch's out-of-memory text) are converted to the
+// nearest MiB; such a figure is good to +-5 MiB, a context derived from three of them to +-15 MiB.
+// Context = "this process has X in use" - "X allocated by PyTorch" - "X reserved by PyTorch but
+// unallocated", all from the same report.
+std::vector<GpuModel> Build() {
+  return {
+      {.name = "rtx3060-laptop",
+       .product = "NVIDIA GeForce RTX 3060 Laptop GPU",
+       .total_bytes = MiB(5939),    // 5.80 GiB
+       .context_bytes = MiB(224),  // see a10g
+       .source = "total: OOM 'total capacity 5.80 GiB' on a 6 GB RTX 3060, "
+                 "github.com/JiehongLin/SAM-6D/issues/13 (Laptop part unverified); context: "
+                 "estimate = A10 (sm_86) figure, github.com/zai-org/CogVLM/issues/236",
+       .smi_total_bytes = MiB(6144),
+       .smi_source = "nvidia-smi '6144MiB' on an RTX 3060 Laptop (6G), "
+                     "github.com/kwonathan/language-models-trajectory-generators/issues/3",
+       .nominal_gib = 6},
+      {.name = "t4",
+       .product = "Tesla T4",
+       .total_bytes = MiB(15095),
+       .context_bytes = MiB(141),  // 14.52 GiB - 14.06 GiB - 330.42 MiB
+       .source = "total: torch total_memory=15095MB (driver 550.54.15), "
+                 "github.com/mryab/efficient-dl-systems week01_intro/seminar.ipynb; context: OOM "
+                 "14.52 GiB in use - 14.06 GiB - 330.42 MiB, "
+                 "github.com/FoundationVision/GenerateU/issues/10",
+       .smi_total_bytes = MiB(15360),
+       .smi_source = "nvidia-smi '15360MiB', same seminar.ipynb; also "
+                     "github.com/modal-labs/modal-client/pull/2797",
+       .nominal_gib = 16},
+      {.name = "a10g",
+       .product = "NVIDIA A10G",
+       .total_bytes = MiB(22587),
+       .context_bytes = MiB(224),  // 21.91 GiB - 21.69 GiB - 1.55 MiB
+       .source = "total: torch total_memory=22587MB on NVIDIA A10G, TorchCodec CUDA-decoding "
+                 "tutorial output (torch 2.15 nightly); context: estimate from an A10 (same GA102) "
+                 "OOM, 21.91 GiB in use - 21.69 GiB - 1.55 MiB, "
+                 "github.com/zai-org/CogVLM/issues/236",
+       .smi_total_bytes = MiB(23028),
+       .smi_source = "nvidia-smi '23028MiB' on A10G (driver 535.247.01), "
+                     "github.com/NVIDIA/DCGM/issues/232",
+       .nominal_gib = 24},
+      {.name = "l4",
+       .product = "NVIDIA L4",
+       .total_bytes = MiB(22559),  // 22.03 GiB
+       .context_bytes = MiB(236),  // 20.78 GiB - 18.66 GiB - 1.89 GiB
+       .source = "OOM on an L4: 'total capacity of 22.03 GiB', 20.78 GiB in use - 18.66 GiB - "
+                 "1.89 GiB, github.com/ArcInstitute/evo2/issues/190",
+       .smi_total_bytes = MiB(23034),
+       .smi_source = "nvidia-smi '23034MiB', github.com/modal-labs/modal-client/pull/2797",
+       .nominal_gib = 24},
+      {.name = "rtx4090",
+       .product = "NVIDIA GeForce RTX 4090",
+       .total_bytes = MiB(24207),  // 23.64 GiB
+       .context_bytes = MiB(504),  // 14.56 GiB - 13.86 GiB - 213.20 MiB
+       .source = "OOM on an RTX 4090: 'total capacty of 23.64 GiB', 14.56 GiB in use - 13.86 GiB "
+                 "- 213.20 MiB, github.com/3DTopia/Phidias-Diffusion/issues/8",
+       .smi_total_bytes = MiB(24564),
+       .smi_source = "nvidia-smi '24564MiB' (driver 550.163.01), github.com/RLinf/RLinf/issues/255",
+       .nominal_gib = 24},
+      {.name = "a100-40gb",
+       .product = "NVIDIA A100 40GB",
+       .total_bytes = MiB(40448),  // 39.50 GiB
+       .context_bytes = MiB(501),  // 14.25 GiB - 12.87 GiB - 912.01 MiB
+       .source = "OOM on one A100: 'total capacity of 39.50 GiB', 14.25 GiB in use - 12.87 GiB - "
+                 "912.01 MiB, github.com/TianheWu/CoSeR/issues/10",
+       .smi_total_bytes = MiB(40960),
+       .smi_source = "nvidia-smi '40960MiB', github.com/modal-labs/modal-client/pull/2797",
+       .nominal_gib = 40},
+      {.name = "l40s",
+       .product = "NVIDIA L40S",
+       .total_bytes = MiB(45588),  // 44.52 GiB
+       .context_bytes = MiB(514),  // 44.47 GiB - 43.89 GiB - 79.61 MiB
+       .source = "OOM on an L40S: 'total capacity of 44.52 GiB', 44.47 GiB in use - 43.89 GiB - "
+                 "79.61 MiB, github.com/huggingface/sentence-transformers/issues/3214",
+       .smi_total_bytes = MiB(46068),
+       .smi_source = "nvidia-smi '46068MiB', github.com/modal-labs/modal-client/pull/2797",
+       .nominal_gib = 48},
+      {.name = "a100-80gb",
+       .product = "NVIDIA A100 80GB",
+       .total_bytes = MiB(81039),  // 79.14 GiB
+       .context_bytes = MiB(503),  // 9.25 GiB - 8.27 GiB - 500.38 MiB
+       .source = "OOM on an 80 GB A100: 'total capacity of 79.14 GiB', 9.25 GiB in use - 8.27 GiB "
+                 "- 500.38 MiB, github.com/lianqi1008/Control-GIC/issues/6",
+       .smi_total_bytes = MiB(81920),
+       .smi_source = "nvidia-smi '81920MiB', github.com/modal-labs/modal-client/pull/2797",
+       .nominal_gib = 80},
+      {.name = "h100-80gb",
+       .product = "NVIDIA H100 80GB",
+       .total_bytes = MiB(81009),  // 79.11 GiB
+       .context_bytes = MiB(525),  // 12.62 GiB - 12.10 GiB - 7.55 MiB, on an H200
+       .source = "total: vLLM OOM on H100 'total capacity of 79.11 GiB', "
+                 "github.com/vllm-project/vllm/issues/27508; context: estimate from an H200 (same "
+                 "132-SM GH100) OOM, github.com/sungwon-chae/arxiv_confi etu_logging.md",
+       .smi_total_bytes = MiB(81559),
+       .smi_source = "nvidia-smi '81559MiB', github.com/modal-labs/modal-client/pull/2797",
+       .nominal_gib = 80},
+  };
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+const std::vector<GpuModel>& GpuCatalog() {
+  static const std::vector<GpuModel> catalog = Build();
+  return catalog;
+}
+
+const GpuModel* FindGpu(std::string_view name) {
+  for (const GpuModel& gpu : GpuCatalog()) {
+    if (EqualsIgnoringCase(gpu.name, name)) return &gpu;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> GpuNames() {
+  std::vector<std::string> names;
+  names.reserve(GpuCatalog().size());
+  for (const GpuModel& gpu : GpuCatalog()) names.push_back(gpu.name);
+  return names;
+}
+
+}  // namespace memsweep::env
