@@ -51,9 +51,10 @@ int RunCell(const WorkerOptions& options, const config::RunConfig& cfg,
   try {
     train::Trainer trainer(cfg, config::InstantiateStrategies(cfg));
     if (rank_env) {
-      group = std::make_unique<dist::ProcessGroup>(*rank_env, cfg.device.collective_timeout_seconds);
-      trainer.SetCommunicator(&group->Comm());
       trainer.SetDeviceIndex(rank_env->local_rank);  // cuda:LOCAL_RANK (used on CUDA only)
+      group = std::make_unique<dist::ProcessGroup>(*rank_env, cfg.device.collective_timeout_seconds,
+                                                   trainer.RunDevice());
+      trainer.SetCommunicator(&group->Comm());
     }
     if (rank == 0) {
       trainer.OnStep([&cfg](const train::StepRecord& s) {

@@ -124,6 +124,19 @@ if(NOT MEMSWEEP_GLOO_INCLUDE)
     "unpacks them from Debian's libgloo-dev; or pass -DMEMSWEEP_GLOO_INCLUDE=<dir>.")
 endif()
 
+# NCCL's header, for c10d's ProcessGroupNCCL.hpp (multi-rank runs on CUDA): pip's torch depends
+# on nvidia-nccl, which sits beside it in site-packages. Without it memsweep builds without NCCL
+# and refuses multi-rank CUDA runs (core/dist/nccl_communicator.h).
+set(MEMSWEEP_NCCL OFF)
+if(MEMSWEEP_CUDA)
+  find_path(MEMSWEEP_NCCL_INCLUDE nccl.h
+    HINTS ${MEMSWEEP_TORCH}/../nvidia/nccl/include ENV MEMSWEEP_NCCL_INCLUDE NO_DEFAULT_PATH)
+  if(MEMSWEEP_NCCL_INCLUDE)
+    set(MEMSWEEP_NCCL ON)
+  endif()
+endif()
+message(STATUS "memsweep: NCCL for multi-rank CUDA runs: ${MEMSWEEP_NCCL}")
+
 # fmt: the wheel ships fmt 12 headers in torch/include, which would shadow Debian's fmt 9 that
 # libspdlog is built against. A folder holding only Debian's fmt goes first on the include path.
 find_package(fmt REQUIRED)

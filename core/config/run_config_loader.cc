@@ -10,6 +10,7 @@
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
 #include "core/data/token_file.h"
+#include "core/dist/nccl_communicator.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/gpu_catalog.h"
 #include "core/memory/byte_size.h"
@@ -194,6 +195,11 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
                         "delete the line (choose GPUs with CUDA_VISIBLE_DEVICES)");
     }
     d.index = static_cast<int>(index);
+  }
+  if (d.type == "cuda" && d.world_size > 1 && !dist::NcclAvailable()) {
+    throw ConfigError(r.At("world_size") + ": ranks on CUDA devices talk through NCCL, and this "
+                      "memsweep was built without it (nccl.h not found beside LibTorch). Rebuild "
+                      "with the nvidia-nccl package beside torch, or use type = \"cpu\"");
   }
   if (d.type == "cuda" && d.world_size > cuda.device_count) {
     throw ConfigError(r.At("world_size") + " = " + std::to_string(d.world_size) + " ranks but " +

@@ -1,5 +1,7 @@
 #include "core/dist/process_group.h"
 
+#include "core/dist/nccl_communicator.h"
+
 // ProcessGroupGloo.hpp is only compiled in with USE_C10D_GLOO (set when LibTorch was built
 // with Gloo, as Debian's is); its Gloo headers come from libgloo-dev.
 #ifndef USE_C10D_GLOO
@@ -152,10 +154,10 @@ class GlooCommunicator final : public CountingCommunicator {
 
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
-  std::unique_ptr<GlooCommunicator> comm;
+  std::unique_ptr<CountingCommunicator> comm;
 };
 
-ProcessGroup::ProcessGroup(const RankEnv& env, double timeout_seconds)
+ProcessGroup::ProcessGroup(const RankEnv& env, double timeout_seconds, c10::Device device)
     : env_(env), impl_(std::make_unique<Impl>()) {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
   c10d::TCPStoreOptions options;
@@ -178,6 +180,10 @@ ProcessGroup::ProcessGroup(const RankEnv& env, double timeout_seconds)
                             "memsweep/attempt_" + std::to_string(env.restart_count), tcp))
                       : c10::intrusive_ptr<c10d::Store>(tcp);
   impl_->store = attempt_store;
+  if (device.is_cuda()) {
+    impl_->comm = MakeNcclCommunicator(attempt_store, env.rank, env.world_size, device, timeout);
+    return;
+  }
   auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
   // Bind where rank 0 is reachable from: loopback for a one-machine run, else this host.
   gloo_options->devices.push_back(

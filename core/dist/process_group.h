@@ -1,6 +1,6 @@
 // ProcessGroup: this rank's connection to the others: a c10d TCPStore (rank 0 serves it at
 // MASTER_ADDR:MASTER_PORT, or torchrun's agent does: RankEnv::agent_store) and a c10d Gloo
-// process group on top, exposed to strategies as the SDK's Communicator (memsweep/collectives.h)
+// process group on top (NCCL when the ranks train on CUDA devices), exposed to strategies as the SDK's Communicator (memsweep/collectives.h)
 // with every collective timed and its payload counted. The store also carries small messages
 // between ranks (each rank's result JSON).
 //
@@ -10,6 +10,8 @@
 //   dist::ProcessGroup group(*RankEnvFromEnvironment(), /*timeout_seconds=*/300);
 //   trainer.SetCommunicator(&group.Comm());
 #pragma once
+
+#include <c10/core/Device.h>
 
 #include <memory>
 #include <string>
@@ -33,7 +35,9 @@ class CountingCommunicator : public Communicator {
 
 class ProcessGroup {
  public:
-  ProcessGroup(const RankEnv& env, double timeout_seconds);
+  // `device`: cpu → Gloo; cuda:N → NCCL on that GPU (nccl_communicator.h).
+  ProcessGroup(const RankEnv& env, double timeout_seconds,
+               c10::Device device = c10::Device(c10::kCPU));
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
