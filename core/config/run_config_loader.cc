@@ -115,11 +115,11 @@ void ReadOptimizer(const std::string& source, const toml::table& t, OptimizerSec
 }
 
 // A size given as "2GiB", "512MiB" or a byte count; nullopt when the node is neither.
-std::optional<int64_t> SizeOf(const toml::node& node) {
+std::optional<int64_t> SizeOf(const toml::node& node, bool allow_zero = false) {
   std::optional<int64_t> bytes;
   if (node.is_integer()) bytes = node.as_integer()->get();
   if (node.is_string()) bytes = memory::ParseBytes(node.as_string()->get());
-  if (bytes && *bytes <= 0) return std::nullopt;
+  if (bytes && (*bytes < 0 || (*bytes == 0 && !allow_zero))) return std::nullopt;
   return bytes;
 }
 
@@ -143,9 +143,7 @@ EmulatedGpu ReadEmulate(const TableReader& r, const toml::table& t) {
   }
   if (r.Has("emulate_context")) {
     const toml::node& context = *t.get("emulate_context");
-    std::optional<int64_t> bytes = context.is_integer() && context.as_integer()->get() == 0
-                                       ? std::optional<int64_t>(0)
-                                       : SizeOf(context);
+    std::optional<int64_t> bytes = SizeOf(context, /*allow_zero=*/true);
     if (!bytes) {
       throw ConfigError(r.At("emulate_context") +
                         " must be a size such as \"600MiB\" (0 for none)");
@@ -235,11 +233,13 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
       const int64_t real = static_cast<size_t>(d.index) < cuda.devices.size()
                                ? cuda.devices[d.index].total_bytes
                                : 0;
-      if (real > 0 && real < d.emulate->total_bytes) {
+      // The cap must fit on this GPU: the emulated card's usable memory, within this card's.
+      if (real > 0 && real < d.emulate->UsableBytes()) {
         throw ConfigError(r.At("emulate") + ": cuda:" + std::to_string(d.index) + " (" +
                           cuda.devices[d.index].name + ") has " + memory::FormatBytes(real) +
-                          ", less than the " + memory::FormatBytes(d.emulate->total_bytes) +
-                          " of the GPU to emulate; run it on a larger GPU, or on type = \"cpu\"");
+                          ", less than the " + memory::FormatBytes(d.emulate->UsableBytes()) +
+                          " the emulated GPU leaves to the allocator; run it on a larger GPU, or "
+                          "on type = \"cpu\"");
       }
     }
   }
@@ -333,6 +333,25 @@ void ValidateRunConfig(const RunConfig& cfg) {
                         "\" cannot run on the " + (device == c10::kCUDA ? "CUDA" : "CPU") +
                         " device ([device] type = \"" + cfg.device.type + "\"): " + why);
     }
+  }
+  // A precision strategy that skips steps reads .grad; a sharding strategy that owns the step
+  // keeps its own reduced gradients, which neither the check nor a skip would reach.
+  const train::ActiveStrategy* skipping = nullptr;
+  const train::ActiveStrategy* owning = nullptr;
+  for (const train::ActiveStrategy& s : strategies) {
+    if (auto* p = dynamic_cast<const PrecisionStrategy*>(s.impl.get()); p && p->SkipsSteps()) {
+      skipping = &s;
+    }
+    if (auto* h = dynamic_cast<const ShardingStrategy*>(s.impl.get()); h && h->OwnsOptimizerStep()) {
+      owning = &s;
+    }
+  }
+  if (skipping != nullptr && owning != nullptr) {
+    throw ConfigError(at + "[strategies.precision] plugin = \"" + skipping->name +
+                      "\" skips optimizer steps whose gradients overflow, and [strategies.sharding] "
+                      "plugin = \"" + owning->name + "\" owns the optimizer step with reduced "
+                      "gradients of its own, which that check never sees: use sharding \"none\" "
+                      "or \"ddp\" with it, or a precision that does not skip steps");
   }
   const data::DataConfig batches = EffectiveDataConfig(cfg);
   if (batches.seq_len > m.max_position_embeddings) {

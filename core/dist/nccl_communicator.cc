@@ -38,7 +38,7 @@ class NcclCommunicator final : public CountingCommunicator {
   void AllReduceSum(at::Tensor& tensor) override {
     at::Tensor staged = Staged(tensor, /*widen_bf16=*/true);
     std::vector<at::Tensor> tensors{staged};
-    Run(Bytes(tensor), [&] { return group_->allreduce(tensors); });
+    Run(Bytes(staged), [&] { return group_->allreduce(tensors); });
     CopyBack(staged, tensor);
   }
   void Broadcast(at::Tensor& tensor, int root) override {
@@ -73,7 +73,7 @@ class NcclCommunicator final : public CountingCommunicator {
     c10d::ReduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
     options.rootRank = root;
-    Run(rank_ == root ? 0 : Bytes(tensor), [&] { return group_->reduce(tensors, options); });
+    Run(rank_ == root ? 0 : Bytes(staged), [&] { return group_->reduce(tensors, options); });
     CopyBack(staged, tensor);
   }
 
@@ -90,10 +90,13 @@ class NcclCommunicator final : public CountingCommunicator {
   template <typename Start>
   void Run(int64_t bytes, Start&& start) {
     const c10::DeviceGuard guard(device_);
+    // Kernels queued before the call finish first, so the time is the collective's own.
+    const auto* device = c10::impl::getDeviceGuardImpl(device_.type());
+    device->synchronizeDevice(device_.index());
     const auto begin = Clock::now();
     c10::intrusive_ptr<c10d::Work> work = start();
     work->wait();
-    c10::impl::getDeviceGuardImpl(device_.type())->synchronizeDevice(device_.index());
+    device->synchronizeDevice(device_.index());
     counters_.seconds += std::chrono::duration<double>(Clock::now() - begin).count();
     counters_.bytes += bytes;
     ++counters_.calls;

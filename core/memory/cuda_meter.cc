@@ -14,6 +14,7 @@
 #endif
 
 #if MEMSWEEP_CUDA_BUILD
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -39,6 +40,9 @@ std::atomic<CudaMeter*> g_active{nullptr};
 class CudaMeter final : public DeviceMeter {
  public:
   explicit CudaMeter(c10::DeviceIndex index) : index_(index) {
+    // LibTorch's CUDA state (the caching allocator among it) is set up on first use; the meter
+    // reads the allocator before any tensor has asked for it.
+    at::globalContext().lazyInitDevice(c10::kCUDA);
     size_t free_bytes = 0, total_bytes = 0;
     c10::cuda::CUDAGuard guard(index_);
     C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));

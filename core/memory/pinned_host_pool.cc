@@ -25,7 +25,7 @@ at::Tensor PinnedHostPool::Empty(at::IntArrayRef sizes, c10::ScalarType dtype) {
         block.reset();
         counters->allocated.fetch_sub(bytes);
       },
-      at::TensorOptions().dtype(dtype).pinned_memory(true));
+      at::TensorOptions().dtype(dtype));  // pinned: is_pinned() asks the host allocator
 }
 
 int64_t PinnedHostPool::AllocatedBytes() const { return counters_->allocated.load(); }

@@ -40,6 +40,7 @@ std::vector<at::Tensor> PrecisionStrategy::HandOverOptimizerParameters(
   }
   return updated;
 }
+bool PrecisionStrategy::SkipsSteps() const { return false; }
 bool ShardingStrategy::OwnsOptimizerStep() const { return false; }
 void ShardingStrategy::AdoptOptimizerParameters(RunContext& context,
                                                 std::vector<at::Tensor> updated) {

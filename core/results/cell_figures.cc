@@ -43,6 +43,7 @@ CellFigures Summarize(const std::vector<const RunFigures*>& runs) {
   const auto& measured = ok.empty() ? oom : ok;
   cell.peak_allocated_bytes = Mean(measured, &RunFigures::peak_allocated_bytes);
   cell.peak_reserved_bytes = Mean(measured, &RunFigures::peak_reserved_bytes);
+  cell.activations_bytes = Mean(measured, &RunFigures::activations_bytes);
   if (!ok.empty()) {
     cell.tokens_per_s = Mean(ok, &RunFigures::tokens_per_s);
     cell.final_loss = Mean(ok, &RunFigures::final_loss);

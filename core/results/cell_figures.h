@@ -25,6 +25,7 @@ struct RunFigures {
   nlohmann::json params = nlohmann::json::object();  // dotted key -> value
   std::optional<double> peak_allocated_bytes;
   std::optional<double> peak_reserved_bytes;
+  std::optional<double> activations_bytes;
   std::optional<double> tokens_per_s;
   std::optional<double> final_loss;
 };
@@ -40,6 +41,8 @@ struct CellFigures {
   int oom_runs = 0;
   std::optional<double> peak_allocated_bytes;
   std::optional<double> peak_reserved_bytes;
+  // Peak allocated minus model state: what the kernels keep (CPU and CUDA kernels differ here).
+  std::optional<double> activations_bytes;
   std::optional<double> tokens_per_s;
   std::optional<double> final_loss;
 

@@ -64,7 +64,7 @@ std::optional<double> OptionalNumber(const std::optional<std::string>& text) {
 std::vector<RunFigures> LoadRuns(ResultsDb& db, int64_t experiment_id) {
   const QueryResult result = db.Query(
       "SELECT run_id, cell_index, status, params, peak_allocated_bytes, peak_reserved_bytes, "
-      "tokens_per_s, final_loss FROM run_summary "
+      "tokens_per_s, final_loss, activations_bytes FROM run_summary "
       "WHERE experiment_id = ?1 AND status IN ('ok', 'oom') ORDER BY cell_index, repeat, run_id",
       {std::to_string(experiment_id)});
   std::vector<RunFigures> runs;
@@ -79,6 +79,7 @@ std::vector<RunFigures> LoadRuns(ResultsDb& db, int64_t experiment_id) {
     run.peak_reserved_bytes = OptionalNumber(row[5]);
     run.tokens_per_s = OptionalNumber(row[6]);
     run.final_loss = OptionalNumber(row[7]);
+    run.activations_bytes = OptionalNumber(row[8]);
     runs.push_back(std::move(run));
   }
   return runs;
@@ -123,7 +124,7 @@ QueryResult CellsTable(const std::vector<CellFigures>& cells,
   table.columns.insert(table.columns.end(), factors.begin(), factors.end());
   for (const char* column :
        {"n", "status", "peak_allocated_bytes", "peak_allocated_ratio", "peak_reserved_ratio",
-        "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta", "verdict",
+        "activations_bytes", "activations_ratio", "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta", "verdict",
         "expected", "compute_dtype", "max_abs_deviation", "max_rel_deviation",
         "max_deviation_step", "tolerance_rel", "verdict_reason"}) {
     table.columns.push_back(column);
@@ -136,6 +137,8 @@ QueryResult CellsTable(const std::vector<CellFigures>& cells,
     row.push_back(RoundedInteger(cell.peak_allocated_bytes));
     row.push_back(Real(Ratio(cell.peak_allocated_bytes, baseline.peak_allocated_bytes)));
     row.push_back(Real(Ratio(cell.peak_reserved_bytes, baseline.peak_reserved_bytes)));
+    row.push_back(RoundedInteger(cell.activations_bytes));
+    row.push_back(Real(Ratio(cell.activations_bytes, baseline.activations_bytes)));
     row.push_back(Real(cell.tokens_per_s));
     row.push_back(Real(Ratio(cell.tokens_per_s, baseline.tokens_per_s)));
     row.push_back(Real(cell.final_loss));

@@ -39,9 +39,9 @@ TEST_F(GpuSweep, AnOomCellAndAFaultingCellEndOnlyThemselves) {
       "[strategies.batching]\nseq_len = 64\nmicro_batch_size = 4\n"
       "[strategies.sharding]\nplugin = \"fixture-chaos\"\n"
       "[matrix]\n\"strategies.sharding.action\" = [\"none\", \"device_fault\"]\n"
+      "\"device.memory_budget\" = [\"8GiB\"]\n"
       "[[matrix.include]]\n\"strategies.sharding.action\" = \"none\"\n"
-      "\"device.emulate\" = \"64MiB\"\n"
-      "[[matrix.include]]\n\"strategies.sharding.action\" = \"none\"\n");
+      "\"device.memory_budget\" = \"64MiB\"\n");
   const fs::path db = dir / "r.db";
   const Outcome out =
       RunMemsweep("run " + file.string() + " --db " + db.string() + " --cell-timeout 120");

@@ -124,6 +124,12 @@ TEST_F(GpuTraining, Fp16ScalerSkipsTheStepOfAnInjectedOverflowAndBacksOff) {
   EXPECT_EQ(r.plugin_metrics.at("fp16.skipped_steps"), 1.0);
 }
 
+TEST_F(GpuTraining, Fp16BesideAShardingThatOwnsTheStepIsRefusedAtPlanTime) {
+  EXPECT_THROW(GpuRun(1, {"strategies.precision.plugin=\"fp16\"",
+                          "strategies.sharding.plugin=\"zero2\""}),
+               config::ConfigError);
+}
+
 TEST_F(GpuTraining, Fp16LossesFollowTheFp32Run) {
   const RunResult fp16 = Train(GpuRun(4, {"strategies.precision.plugin=\"fp16\""}));
   const RunResult fp32 = Train(GpuRun(4));

@@ -41,7 +41,8 @@ inline nlohmann::json FiguresResult(const std::string& status, int64_t peak_allo
           {"summary", {{"tokens_per_s", tokens_per_s}, {"final_loss", final_loss}}},
           {"memory",
            {{"peak_allocated_bytes", peak_allocated_bytes},
-            {"peak_reserved_bytes", peak_reserved_bytes}}},
+            {"peak_reserved_bytes", peak_reserved_bytes},
+            {"activations_bytes", peak_allocated_bytes / 2}}},
           {"steps", nlohmann::json::array()},
           {"timeline", nlohmann::json::array()}};
 }

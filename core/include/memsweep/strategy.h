@@ -166,6 +166,12 @@ class PrecisionStrategy : public Strategy {
   // is refused with a std::logic_error naming the method.
   virtual std::vector<at::Tensor> HandOverOptimizerParameters(
       const std::vector<at::Tensor>& model_parameters);
+
+  // ABI 3 (appended). True when the strategy may skip optimizer steps (RunContext::
+  // skip_optimizer_step), after reading the gradients in .grad at optimizer_step begin. Such a
+  // strategy is refused at plan time beside a sharding strategy that owns the optimizer step
+  // (that one keeps reduced gradients of its own). Default: false.
+  virtual bool SkipsSteps() const;
 };
 
 class AttentionStrategy : public Strategy {

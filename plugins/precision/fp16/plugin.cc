@@ -43,6 +43,8 @@ class Fp16 final : public memsweep::PrecisionStrategy {
   c10::ScalarType ComputeDtype() const override { return c10::ScalarType::Half; }
   // Not math-preserving: fp16 arithmetic and loss scaling round what fp32 computes.
   bool MathPreserving() const override { return false; }
+  // Overflowed steps are skipped; the gradients it unscales and checks are the parameters' .grad.
+  bool SkipsSteps() const override { return true; }
   std::string DeviceRefusal(c10::DeviceType device) const override {
     if (device == c10::kCUDA) return "";
     return "fp16 autocast with loss scaling is for CUDA devices; on the CPU use plugin = "

@@ -258,6 +258,17 @@ TEST(VerifyRunTest, DeviceKeysAreNeutral) {
   EXPECT_EQ(verdict.reason, "device.memory_budget_bytes: 67108864 -> 134217728");
 }
 
+TEST(VerifyRunTest, TheDeviceTypeIsNotNeutral) {
+  // CPU and CUDA kernels sum in different orders: no equivalence verdict across devices.
+  RunEvidence reference = Fp32Run(1, kLosses);
+  reference.config["device"]["type"] = "cpu";
+  RunEvidence run = Fp32Run(2, kLosses);
+  run.config["device"]["type"] = "cuda";
+  const RunVerdict verdict = VerifyRun(reference, run);
+  EXPECT_EQ(verdict.expectation, Expectation::kConfigDiffers);
+  EXPECT_NE(verdict.reason.find("device.type: cpu -> cuda"), std::string::npos) << verdict.reason;
+}
+
 TEST(VerifyRunTest, NotComparableRunsAreNotApplicableWithAReason) {
   const RunEvidence reference = Fp32Run(1, kLosses);
   RunEvidence oom = Fp32Run(2, kLosses);
