@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/results/results_db.h"
+#include "core/env/cuda_probe.h"
 #include "support/cli_runner.h"
 #include "support/run_configs.h"
 
@@ -28,6 +29,18 @@ TEST(RunCommandTest, BadInputExitsTwoAndWritesNothing) {
   EXPECT_NE(out.output.find(file.string() + ":4:1: unknown key 'hiden_size'"), std::string::npos)
       << out.output;
   EXPECT_FALSE(fs::exists(db));
+}
+
+TEST(RunCommandTest, CudaWithoutAUsableGpuExitsTwoSayingWhatWasFound) {
+  const memsweep::env::CudaProbe& cuda = memsweep::env::ProbeCuda();
+  if (cuda.usable()) GTEST_SKIP() << "this machine has a usable CUDA device";
+  const fs::path dir = FreshTempDir("cuda_refused");
+  const fs::path db = dir / "r.db";
+  const Outcome out =
+      RunMemsweep("run " + SourcePath("experiments/gpu-quickstart.toml") + " --db " + db.string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("type = \"cuda\": " + cuda.reason), std::string::npos) << out.output;
+  EXPECT_FALSE(fs::exists(db));  // nothing ran, nothing was written
 }
 
 TEST(RunCommandTest, QuickstartRunsEveryCellAndRecordsTheOomCell) {
