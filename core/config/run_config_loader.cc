@@ -243,11 +243,8 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
       }
     }
   }
-  if (r.Has("gemm")) {
-    // memsweep used to forward Debian LibTorch's BLAS calls to oneDNN; LibTorch 2.11 runs its
-    // GEMMs on the MKL and oneDNN built into it, and there is nothing left to choose.
-    throw ConfigError(r.At("gemm") + " is no longer a setting: LibTorch " + "2.11 runs fp32 "
-                      "matrix products on its own MKL/oneDNN. Delete the line.");
+  if (auto i = r.ReadChoice("gemm", {"auto", "native", "upcast"})) {
+    d.gemm = static_cast<env::Bf16GemmSetting>(*i);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/env/bf16_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/threads.h"
 
@@ -28,7 +29,7 @@
 namespace memsweep::env {
 namespace {
 
-std::string CpuModel() {
+std::string ReadCpuModel() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
@@ -70,17 +71,23 @@ std::string NcclVersion() {
 
 }  // namespace
 
+std::string CpuModelName() {
+  static const std::string model = ReadCpuModel();
+  return model;
+}
+
 EnvironmentInfo DescribeEnvironment(const c10::Device& device) {
   EnvironmentInfo info;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) info.hostname = host;
-  info.cpu_model = CpuModel();
+  info.cpu_model = CpuModelName();
   info.cores = AvailableCores();
   info.threads = at::get_num_threads();
   info.torch_version = TORCH_VERSION;
   info.cpu_capability = at::get_cpu_capability();
   info.blas_library = LibraryOf("sgemm_");
   info.blas_kind = at::hasMKL() ? "mkl" : "unknown";
+  info.bf16_gemm = Bf16GemmName(ActiveBf16Gemm());
   info.cuda_build = MEMSWEEP_CUDA_BUILD != 0;
   if (info.cuda_build) {
     const auto& hooks = at::detail::getCUDAHooks();

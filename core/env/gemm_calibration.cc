@@ -16,7 +16,9 @@
 #include <unistd.h>
 #include <cctype>
 
+#include "core/env/bf16_gemm.h"
 #include "core/env/cuda_probe.h"
+#include "core/env/environment.h"
 
 namespace memsweep::env {
 namespace {
@@ -27,14 +29,27 @@ void Synchronize(const c10::Device& device) {
   }
 }
 
-// The file that keeps a GPU model's figure for one dtype, or "" when the GPU is not known.
-std::string CacheFile(c10::ScalarType dtype, const c10::Device& device) {
+// What the figure depends on besides the dtype: the GPU model, or on the CPU the processor, the
+// ATen kernel level, the thread count and (for bf16) the GEMM path. "" when unknown.
+std::string MachineKey(c10::ScalarType dtype, const c10::Device& device) {
+  if (device.is_cpu()) {
+    std::string key = CpuModelName() + ".cap-" + at::get_cpu_capability() + ".threads-" +
+                      std::to_string(at::get_num_threads());
+    if (dtype == at::kBFloat16) key += std::string(".bf16-") + Bf16GemmName(ActiveBf16Gemm());
+    return key;
+  }
   const CudaProbe& probe = ProbeCuda();
   const size_t index = device.has_index() ? static_cast<size_t>(device.index()) : 0;
   if (index >= probe.devices.size() || probe.devices[index].name.empty()) return "";
-  std::string model = probe.devices[index].name;
-  for (char& c : model) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '-';
+  return probe.devices[index].name;
+}
+
+// The file that keeps this machine's figure for one dtype, or "" when there is none to use.
+std::string CacheFile(c10::ScalarType dtype, const c10::Device& device) {
+  std::string machine = MachineKey(dtype, device);
+  if (machine.empty()) return "";
+  for (char& c : machine) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '-';
   }
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
@@ -43,7 +58,7 @@ std::string CacheFile(c10::ScalarType dtype, const c10::Device& device) {
                                          ? std::filesystem::path(xdg)
                                          : std::filesystem::path(home) / ".cache";
   return (root / "memsweep" / "gemm" /
-          (model + "." + c10::toString(dtype) + ".torch-" + TORCH_VERSION))
+          (machine + "." + c10::toString(dtype) + ".torch-" + TORCH_VERSION))
       .string();
 }
 
@@ -70,27 +85,25 @@ double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions&
 
 double CachedGemmPeakFlops(c10::ScalarType dtype, const c10::Device& device) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, std::string>, double> cache;
-  const auto key = std::make_tuple(static_cast<int>(dtype),
-                                   device.is_cpu() ? at::get_num_threads() : 0, device.str());
+  static std::map<std::string, double> cache;
+  const std::string file = CacheFile(dtype, device);
+  const std::string key = file.empty() ? MachineKey(dtype, device) + c10::toString(dtype) + device.str()
+                                       : file;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   double flops = 0.0;
-  if (device.is_cpu()) {
-    flops = MeasureGemmPeakFlops(dtype, {}, device);
-  } else {
-    const std::string file = CacheFile(dtype, device);
-    if (!file.empty()) std::ifstream(file) >> flops;
-    if (!(flops > 0.0)) {
-      flops = MeasureGemmPeakFlops(dtype, GemmCalibrationOptions{4096, 10}, device);
-      if (!file.empty()) {
-        std::error_code ignored;
-        std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ignored);
-        const std::string temporary = file + ".tmp" + std::to_string(::getpid());
-        std::ofstream(temporary) << flops << "\n";
-        std::filesystem::rename(temporary, file, ignored);
-      }
+  if (!file.empty()) std::ifstream(file) >> flops;
+  if (!(flops > 0.0)) {
+    flops = device.is_cpu()
+                ? MeasureGemmPeakFlops(dtype, {}, device)
+                : MeasureGemmPeakFlops(dtype, GemmCalibrationOptions{4096, 10}, device);
+    if (!file.empty()) {
+      std::error_code ignored;
+      std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ignored);
+      const std::string temporary = file + ".tmp" + std::to_string(::getpid());
+      std::ofstream(temporary) << flops << "\n";
+      std::filesystem::rename(temporary, file, ignored);
     }
   }
   return cache.emplace(key, flops).first->second;

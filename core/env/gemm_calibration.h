@@ -21,10 +21,12 @@ struct GemmCalibrationOptions {
 double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions& options = {},
                             const c10::Device& device = c10::Device(c10::kCPU));
 
-// MeasureGemmPeakFlops with default options, measured once per (dtype, thread count) in this
-// process and then reused. On a CUDA device (size 4096, 10 repeats) the figure is also kept in
-// a file per GPU model and dtype under ${XDG_CACHE_HOME:-~/.cache}/memsweep/gemm/, so each cell's
-// worker reads it instead of measuring again.
+// MeasureGemmPeakFlops, measured once per machine and kept: in this process, and in a file under
+// ${XDG_CACHE_HOME:-~/.cache}/memsweep/gemm/ named after what the figure depends on — on the CPU
+// the processor model, ATen's kernel level, the thread count and (bf16) the GEMM path of
+// env/bf16_gemm.h; on CUDA the GPU model (size 4096, 10 repeats) — and the dtype and LibTorch
+// version. Later runs (each cell's worker) read the file instead of measuring again; delete the
+// folder to measure afresh (a figure taken on a busy machine stays low until then).
 double CachedGemmPeakFlops(c10::ScalarType dtype,
                            const c10::Device& device = c10::Device(c10::kCPU));
 

@@ -68,6 +68,7 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   }
   Row(out, "libtorch", r.environment.torch_version + ", CPU kernels " +
                            r.environment.cpu_capability + ", BLAS " + r.environment.blas_kind +
+                           ", bf16 GEMM " + r.environment.bf16_gemm +
                            (r.environment.cuda_build ? ", CUDA " + r.environment.cuda_runtime
                                                      : std::string(", no CUDA")));
   Row(out, "steps", std::to_string(s.steps_completed) + " (" + std::to_string(s.measured_steps) +
@@ -175,6 +176,7 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
                       {"cores", e.cores},             {"threads", e.threads},
                       {"torch_version", e.torch_version}, {"blas_library", e.blas_library},
                       {"blas_kind", e.blas_kind},     {"cpu_capability", e.cpu_capability},
+                      {"bf16_gemm", e.bf16_gemm},
                       {"cuda_build", e.cuda_build},   {"cuda_runtime", e.cuda_runtime},
                       {"cudnn_version", e.cudnn_version}, {"nccl_version", e.nccl_version},
                       {"memsweep_version", e.memsweep_version},

@@ -66,6 +66,7 @@ const std::vector<Field>& EnvironmentFields() {
       {"blas_library", "environment", "blas_library"},
       {"blas_kind", "environment", "blas_kind"},
       {"cpu_capability", "environment", "cpu_capability"},
+      {"bf16_gemm", "environment", "bf16_gemm"},
       {"cuda_build", "environment", "cuda_build"},
       {"cuda_runtime", "environment", "cuda_runtime"},
       {"cudnn_version", "environment", "cudnn_version"},

@@ -270,7 +270,7 @@ ALTER TABLE environments ADD COLUMN nccl_version TEXT;
 // Version 5: CUDA devices. Where a run trained (device, emulated GPU, budget, allocator
 // settings), the caching allocator's figures beside the CPU's (active, retries, OOMs,
 // fragmentation), the host pool's peak, the GPU in the environment, and per-step figures of
-// strategies (fp16 loss scale, skipped steps).
+// strategies (fp16 loss scale, skipped steps); and how the CPU ran bf16 products (bf16_gemm).
 constexpr const char* kVersion5 = R"sql(
 ALTER TABLE run_metrics ADD COLUMN device TEXT;
 ALTER TABLE run_metrics ADD COLUMN emulated_gpu TEXT;
@@ -287,6 +287,7 @@ ALTER TABLE environments ADD COLUMN gpu_name TEXT;
 ALTER TABLE environments ADD COLUMN gpu_memory_bytes INTEGER;
 ALTER TABLE environments ADD COLUMN compute_capability TEXT;
 ALTER TABLE environments ADD COLUMN cuda_driver TEXT;
+ALTER TABLE environments ADD COLUMN bf16_gemm TEXT;
 ALTER TABLE step_metrics ADD COLUMN skipped INTEGER;
 CREATE TABLE step_plugin_metrics (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

@@ -15,6 +15,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/env/bf16_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/environment.h"
 #include "core/env/gemm_calibration.h"
@@ -411,6 +412,13 @@ RunResult Trainer::Run() {
     if (!allocator_settings.empty()) c10::CachingAllocator::setAllocatorSettings(allocator_settings);
     result.device.allocator_settings = allocator_settings;
     if (device.is_cuda()) device_guard.emplace(device);
+    // bf16 products on the CPU: LibTorch's kernels or the upcast ones (env/bf16_gemm.h), chosen
+    // before the calibration so that the bf16 peak is the one the run gets. Runs that compute in
+    // another dtype keep LibTorch's kernels and measure nothing.
+    if (device.is_cpu()) {
+      env::UseBf16Gemm(compute_dtype == at::kBFloat16 ? env::ChooseBf16Gemm(config_.device.gemm)
+                                                      : env::Bf16Gemm::kNative);
+    }
     meter = memory::MakeDeviceMeter(device);
     result.summary.peak_flops = env::CachedGemmPeakFlops(compute_dtype, device);
     meter->EmptyCache();  // the calibration's blocks are not the run's

@@ -51,13 +51,15 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
   EXPECT_EQ(cfg.device.memory_budget_bytes, 2LL << 30);
 }
 
-TEST(RunConfigLoaderTest, TheRemovedGemmSettingIsRefusedWithItsLine) {
-  // [device] gemm chose memsweep's sgemm_ forwarding under Debian's LibTorch 1.13; files that
-  // still carry it are told to delete it rather than silently ignored.
+TEST(RunConfigLoaderTest, GemmChoosesTheBf16PathAndOldValuesAreRefusedWithTheirLine) {
+  // [device] gemm once chose Debian LibTorch 1.13's sgemm_ forwarding ("onednn", ...); it now
+  // chooses how bf16 products run on the CPU (core/env/bf16_gemm.h).
   const std::string error = ErrorOf(kData + "[device]\nthreads = 1\ngemm = \"onednn\"\n");
   EXPECT_EQ(error.rfind(kSource + ":5:", 0), 0u) << error;
-  EXPECT_NE(error.find("no longer a setting"), std::string::npos) << error;
-  EXPECT_NE(error.find("Delete the line"), std::string::npos) << error;
+  EXPECT_NE(error.find("is not one of: auto, native, upcast"), std::string::npos) << error;
+  EXPECT_EQ(ParseRunConfig(kData + "[device]\ngemm = \"upcast\"\n", kSource).device.gemm,
+            env::Bf16GemmSetting::kUpcast);
+  EXPECT_EQ(ParseRunConfig(kData, kSource).device.gemm, env::Bf16GemmSetting::kAuto);
 }
 
 TEST(RunConfigLoaderTest, CudaWithoutAUsableGpuIsRefusedSayingWhatWasFound) {

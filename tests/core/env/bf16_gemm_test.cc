@@ -1,0 +1,125 @@
+// The upcast bf16 GEMM path (core/env/bf16_gemm.h): exactly "widen, fp32 GEMM, round once" for
+// every registered operator and its backward, LibTorch's own kernels back when it is removed,
+// other dtypes untouched, and an error bound that follows from the arithmetic alone.
+#include "core/env/bf16_gemm.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/run_configs.h"
+
+namespace memsweep::env::bf16_gemm_test {
+namespace {
+
+// Where the dispatcher finds aten::<op>'s CPU kernel: LibTorch's registration, or bf16_gemm.cc's.
+bool CpuKernelIsMemsweeps(const char* op, const char* overload = "") {
+  const auto handle = c10::Dispatcher::singleton().findSchema({op, overload});
+  if (!handle) return false;
+  const std::string table = "\n" + handle->dumpComputedTable();
+  const size_t cpu = table.find("\nCPU: ");
+  return cpu != std::string::npos &&
+         table.substr(cpu, table.find('\n', cpu + 1) - cpu).find("bf16_gemm.cc") !=
+             std::string::npos;
+}
+
+at::Tensor Bf16(at::IntArrayRef sizes) { return at::randn(sizes).to(at::kBFloat16); }
+at::Tensor Once(const at::Tensor& fp32) { return fp32.to(at::kBFloat16); }
+
+class Bf16GemmTest : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::manual_seed(7); }
+  void TearDown() override { UseBf16Gemm(Bf16Gemm::kNative); }
+};
+
+TEST_F(Bf16GemmTest, UpcastIsWidenMultiplyInFp32AndRoundOnceForEveryOperator) {
+  const at::Tensor a = Bf16({64, 96}), b = Bf16({96, 80}), bias = Bf16({64, 80});
+  const at::Tensor ba = Bf16({3, 64, 96}), bb = Bf16({3, 96, 80}), bbias = Bf16({3, 64, 80});
+  UseBf16Gemm(Bf16Gemm::kUpcast);
+  ASSERT_EQ(ActiveBf16Gemm(), Bf16Gemm::kUpcast);
+  for (const char* op : {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}) {
+    EXPECT_TRUE(CpuKernelIsMemsweeps(op)) << op;
+    EXPECT_TRUE(CpuKernelIsMemsweeps(op, "out")) << op << ".out";
+  }
+  const auto f = [](const at::Tensor& t) { return t.to(at::kFloat); };
+  EXPECT_TRUE(at::equal(at::mm(a, b), Once(at::mm(f(a), f(b)))));
+  EXPECT_TRUE(at::equal(at::addmm(bias, a, b, 0.5, 2.0), Once(at::addmm(f(bias), f(a), f(b), 0.5, 2.0))));
+  EXPECT_TRUE(at::equal(at::bmm(ba, bb), Once(at::bmm(f(ba), f(bb)))));
+  EXPECT_TRUE(at::equal(at::baddbmm(bbias, ba, bb), Once(at::baddbmm(f(bbias), f(ba), f(bb)))));
+  // Transposed (non-contiguous) operands, as linear's backward passes them.
+  EXPECT_TRUE(at::equal(at::mm(a.t(), bias), Once(at::mm(f(a).t(), f(bias)))));
+  // The out= forms, as at::mm_out and matmul's out variant reach them.
+  at::Tensor out = at::empty({0}, a.options());
+  at::mm_out(out, a, b);
+  EXPECT_TRUE(at::equal(out, Once(at::mm(f(a), f(b)))));
+  at::Tensor bout = at::empty({0}, a.options());
+  at::baddbmm_out(bout, bbias, ba, bb);
+  EXPECT_TRUE(at::equal(bout, Once(at::baddbmm(f(bbias), f(ba), f(bb)))));
+  // linear reaches addmm/mm; its result is the same rounding of the fp32 product.
+  const at::Tensor w = Bf16({80, 96});
+  EXPECT_TRUE(at::equal(at::linear(a, w), Once(at::mm(f(a), f(w).t()))));
+}
+
+TEST_F(Bf16GemmTest, BackwardProductsTakeTheSamePath) {
+  UseBf16Gemm(Bf16Gemm::kUpcast);
+  const at::Tensor a = Bf16({32, 48}).requires_grad_(), b = Bf16({48, 16});
+  const at::Tensor grad = Bf16({32, 16});
+  at::mm(a, b).backward(grad);
+  const at::Tensor expected = Once(at::mm(grad.to(at::kFloat), b.to(at::kFloat).t()));
+  EXPECT_TRUE(at::equal(a.grad(), expected));
+}
+
+TEST_F(Bf16GemmTest, NativeRestoresLibTorchsKernelsAndOtherDtypesAreUntouched) {
+  const at::Tensor a = Bf16({64, 96}), b = Bf16({96, 80});
+  const at::Tensor x = at::randn({64, 96}), y = at::randn({96, 80});
+  UseBf16Gemm(Bf16Gemm::kUpcast);
+  EXPECT_TRUE(at::equal(at::mm(x, y), at::cpu::mm(x, y)));  // fp32 goes straight through
+  UseBf16Gemm(Bf16Gemm::kNative);
+  EXPECT_EQ(ActiveBf16Gemm(), Bf16Gemm::kNative);
+  EXPECT_FALSE(CpuKernelIsMemsweeps("aten::mm"));
+  EXPECT_TRUE(at::equal(at::mm(a, b), at::cpu::mm(a, b)));
+  UseBf16Gemm(Bf16Gemm::kUpcast);  // and back again
+  UseBf16Gemm(Bf16Gemm::kUpcast);  // idempotent
+  EXPECT_TRUE(at::equal(at::mm(a, b), Once(at::mm(a.to(at::kFloat), b.to(at::kFloat)))));
+}
+
+// Against a float64 reference of the same bf16 inputs: the fp32 sum of k products is off by at
+// most k·u32·Σ|a||b| (u32 = 2^-24), and the one rounding to bf16 adds at most u_bf16 = 2^-8 of
+// the result. The bound holds on any CPU: it does not depend on the kernel's blocking.
+TEST_F(Bf16GemmTest, UpcastErrorStaysWithinTheArithmeticBound) {
+  UseBf16Gemm(Bf16Gemm::kUpcast);
+  const int64_t k = 512;
+  const at::Tensor a = Bf16({128, k}), b = Bf16({k, 64});
+  const at::Tensor exact = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+  const at::Tensor magnitude = at::mm(a.to(at::kDouble).abs(), b.to(at::kDouble).abs());
+  const at::Tensor error = (at::mm(a, b).to(at::kDouble) - exact).abs();
+  const at::Tensor bound = k * std::ldexp(1.0, -24) * magnitude +
+                           std::ldexp(1.0, -8) * (exact.abs() + k * std::ldexp(1.0, -24) * magnitude);
+  EXPECT_TRUE((error <= bound).all().item<bool>())
+      << "worst excess " << (error - bound).max().item<double>();
+}
+
+TEST_F(Bf16GemmTest, AutoIsNativeOnlyWhereAmxIsUsableAndTheRunRecordsThePath) {
+  EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kAuto),
+            AmxBf16Usable() ? Bf16Gemm::kNative : Bf16Gemm::kUpcast);
+  EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kNative), Bf16Gemm::kNative);
+  EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kUpcast), Bf16Gemm::kUpcast);
+  const Bf16GemmRates rates = MeasureBf16GemmRates();
+  EXPECT_GT(rates.native_flops, 0.0);
+  EXPECT_GT(rates.upcast_flops, 0.0);
+  for (const char* gemm : {"native", "upcast"}) {
+    const train::RunResult r = testing_support::Train(testing_support::TinyRun(
+        2, {"strategies.precision.plugin=\"bf16-autocast\"",
+            std::string("device.gemm=\"") + gemm + "\""}));
+    ASSERT_EQ(r.status, train::RunStatus::kOk) << r.error;
+    EXPECT_EQ(r.environment.bf16_gemm, gemm);
+  }
+  const train::RunResult fp32 = testing_support::Train(testing_support::TinyRun(1));
+  EXPECT_EQ(fp32.environment.bf16_gemm, "native");  // nothing to choose for fp32 products
+}
+
+}  // namespace
+}  // namespace memsweep::env::bf16_gemm_test
