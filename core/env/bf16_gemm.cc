@@ -8,8 +8,6 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -92,41 +90,10 @@ class SilentWarnings final : public c10::WarningHandler {
 std::mutex g_mutex;
 std::unique_ptr<torch::Library> g_library;  // alive while the upcast kernels are registered
 
-double Rate(const at::Tensor& a, const at::Tensor& b) {
-  at::Tensor c = at::mm(a, b);  // warm-up
-  double best = 1e30;
-  for (int i = 0; i < 3; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    c = at::mm(a, b);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                              .count());
-  }
-  const double n = static_cast<double>(a.size(0));
-  return 2.0 * n * n * n / best;
-}
-
 }  // namespace
 
 const char* Bf16GemmName(Bf16Gemm gemm) {
   return gemm == Bf16Gemm::kUpcast ? "upcast" : "native";
-}
-
-Bf16GemmRates MeasureBf16GemmRates() {
-  static std::once_flag once;
-  static Bf16GemmRates rates;
-  std::call_once(once, [] {
-    const Bf16Gemm before = ActiveBf16Gemm();
-    // Small enough that LibTorch's generic bf16 fallback (~2 GFLOP/s) costs tens of ms, not
-    // seconds, at every cell's start.
-    const at::Tensor a = at::randn({256, 256}).to(at::kBFloat16);
-    const at::Tensor b = at::randn({256, 256}).to(at::kBFloat16);
-    UseBf16Gemm(Bf16Gemm::kNative);
-    rates.native_flops = Rate(a, b);
-    UseBf16Gemm(Bf16Gemm::kUpcast);
-    rates.upcast_flops = Rate(a, b);
-    UseBf16Gemm(before);
-  });
-  return rates;
 }
 
 bool AmxBf16Usable() {

@@ -32,14 +32,6 @@ enum class Bf16Gemm { kNative, kUpcast };
 
 const char* Bf16GemmName(Bf16Gemm gemm);  // "native", "upcast"
 
-struct Bf16GemmRates {
-  double native_flops = 0.0;  // bf16 at::mm through LibTorch's kernels
-  double upcast_flops = 0.0;  // widen, fp32 GEMM, round once
-};
-// One 256 x 256 x 256 product each way, best of 3 after a warm-up (cached per process); for
-// benchmarks and tests, the choice does not use it.
-Bf16GemmRates MeasureBf16GemmRates();
-
 // True where oneDNN can run bf16 GEMMs on AMX here.
 bool AmxBf16Usable();
 // kNative / kUpcast as set; kAuto: native with AmxBf16Usable(), else upcast.

@@ -107,9 +107,6 @@ TEST_F(Bf16GemmTest, AutoIsNativeOnlyWhereAmxIsUsableAndTheRunRecordsThePath) {
             AmxBf16Usable() ? Bf16Gemm::kNative : Bf16Gemm::kUpcast);
   EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kNative), Bf16Gemm::kNative);
   EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kUpcast), Bf16Gemm::kUpcast);
-  const Bf16GemmRates rates = MeasureBf16GemmRates();
-  EXPECT_GT(rates.native_flops, 0.0);
-  EXPECT_GT(rates.upcast_flops, 0.0);
   for (const char* gemm : {"native", "upcast"}) {
     const train::RunResult r = testing_support::Train(testing_support::TinyRun(
         2, {"strategies.precision.plugin=\"bf16-autocast\"",
