@@ -9,6 +9,7 @@
 //   build/release/memsweep_bench_attention [--rounds R] [--max-seq S] [--eager-max-seq S]
 //                                          [--chunk-block N] [--q-tile N] [--k-tile N]
 #include <ATen/ATen.h>
+#include <ATen/Version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "attention/chunked/chunked_attention.h"
 #include "attention/eager/eager_attention.h"
 #include "attention/flash/flash_attention.h"
+#include "attention/flash/flash_tile_ops.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
@@ -103,13 +105,15 @@ int main(int argc, char** argv) {
   std::printf("flash tiles: q_tile=%lld k_tile=%lld (L2 %lld KiB)  chunked block: %d\n",
               static_cast<long long>(resolved.q_tile), static_cast<long long>(resolved.k_tile),
               static_cast<long long>(plugins::flash::L2CacheBytes() / 1024), chunk_block);
+  std::printf("flash isa: auto = %s (LibTorch CPU capability %s)\n",
+              plugins::flash::IsaName(plugins::flash::BestIsa()), at::get_cpu_capability().c_str());
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   const double peak_fp32 = env::CachedGemmPeakFlops(at::kFloat);
   const double peak_bf16 = env::CachedGemmPeakFlops(at::kBFloat16);
   std::printf("GEMM calibration (at::mm 1536^3, best of 4): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n\n",
               peak_fp32 / 1e9, peak_bf16 / 1e9);
 
-  const std::vector<Variant> all = {
+  std::vector<Variant> all = {
       {"eager", plugins::EagerCausalAttention},
       {"chunked", plugins::MakeChunkedAttention(chunk_block)},
       {"flash", plugins::flash::MakeFlashAttention(tiles)},
@@ -119,9 +123,15 @@ int main(int argc, char** argv) {
          return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
        }},
   };
+  // The flash kernel on every other instruction set this CPU runs ("flash" is the automatic one).
+  for (plugins::flash::Isa isa : plugins::flash::SupportedIsas()) {
+    if (isa == plugins::flash::BestIsa()) continue;
+    all.push_back({std::string("flash_") + plugins::flash::IsaName(isa),
+                   plugins::flash::MakeFlashAttention(tiles, isa)});
+  }
   for (const auto& v : all) RunOnce(v.fn, 256, at::kFloat);  // warm-up: thread pool, pages
 
-  std::printf("%-5s %5s %-9s %10s %10s %12s %9s %10s %10s %8s\n", "dtype", "seq", "variant",
+  std::printf("%-5s %5s %-14s %10s %10s %12s %9s %10s %10s %8s\n", "dtype", "seq", "variant",
               "median_s", "best_s", "peak_MiB", "GFLOP/s", "%gemm_fp32", "speedup_fl", "mem_fl");
   for (int seq = 512; seq <= max_seq; seq *= 2) {
     for (const c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
         const double median = Median(times[v.name]);
         const double best = *std::min_element(times[v.name].begin(), times[v.name].end());
         const double flops = CausalFlops(seq) / median;
-        std::printf("%-5s %5d %-9s %10.3f %10.3f %12.1f %9.1f %9.1f%% %9.2fx %7.1f%%\n",
+        std::printf("%-5s %5d %-14s %10.3f %10.3f %12.1f %9.1f %9.1f%% %9.2fx %7.1f%%\n",
                     dtype == at::kFloat ? "fp32" : "bf16", seq, v.name.c_str(), median, best,
                     MiB(peaks[v.name]), flops / 1e9, 100.0 * flops / peak_fp32,
                     Median(ratio_vs_flash[v.name]),

@@ -13,13 +13,14 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, const at::Tensor& cu_seqlens, int64_t q_tile,
-                            int64_t k_tile) {
+                            int64_t k_tile, int64_t isa) {
     const TileSizes tiles{q_tile, k_tile};
     const auto sequences = SequencesFromCuSeqlens(cu_seqlens, q.size(0), q.size(2));
-    FlashOutputs fwd = FlashForward(q, k, v, sequences, tiles);
+    FlashOutputs fwd = FlashForward(q, k, v, sequences, tiles, static_cast<Isa>(isa));
     ctx->save_for_backward({q, k, v, fwd.out, fwd.lse, cu_seqlens});
     ctx->saved_data["q_tile"] = q_tile;
     ctx->saved_data["k_tile"] = k_tile;
+    ctx->saved_data["isa"] = isa;
     return fwd.out;
   }
 
@@ -29,8 +30,9 @@ class FlashAttentionFunction : public torch::autograd::Function<FlashAttentionFu
                      &lse = saved[4], &cu_seqlens = saved[5];
     const TileSizes tiles{ctx->saved_data["q_tile"].toInt(), ctx->saved_data["k_tile"].toInt()};
     const auto sequences = SequencesFromCuSeqlens(cu_seqlens, q.size(0), q.size(2));
-    FlashGrads g = FlashBackward(q, k, v, out, lse, grad_outputs[0], sequences, tiles);
-    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+    const auto isa = static_cast<Isa>(ctx->saved_data["isa"].toInt());
+    FlashGrads g = FlashBackward(q, k, v, out, lse, grad_outputs[0], sequences, tiles, isa);
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -43,7 +45,7 @@ c10::ScalarType ComputeType(const at::Tensor& q, const at::Tensor& k, const at::
 }  // namespace
 
 at::Tensor FlashAttentionVarlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                const at::Tensor& cu_seqlens, TileSizes tiles) {
+                                const at::Tensor& cu_seqlens, TileSizes tiles, Isa isa) {
   const at::Tensor cu =
       cu_seqlens.defined() ? cu_seqlens : WholeRowCuSeqlens(q.size(0), q.size(2));
   const c10::ScalarType compute = ComputeType(q, k, v);
@@ -51,17 +53,18 @@ at::Tensor FlashAttentionVarlen(const at::Tensor& q, const at::Tensor& k, const 
       at::promote_types(q.scalar_type(), k.scalar_type()), v.scalar_type());
   const at::Tensor out = FlashAttentionFunction::apply(q.to(compute), k.to(compute),
                                                        v.to(compute), cu, tiles.q_tile,
-                                                       tiles.k_tile);
+                                                       tiles.k_tile,
+                                                       static_cast<int64_t>(isa));
   return out.to(result);
 }
 
-model::AttentionFn MakeFlashAttention(TileSizes tiles) {
-  return [tiles](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+model::AttentionFn MakeFlashAttention(TileSizes tiles, Isa isa) {
+  return [tiles, isa](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                  const model::AttentionInputs& inputs) {
     const at::Tensor cu = inputs.segment_ids.defined()
                               ? CuSeqlensFromSegmentIds(inputs.segment_ids)
                               : at::Tensor();
-    return FlashAttentionVarlen(q, k, v, cu, tiles);
+    return FlashAttentionVarlen(q, k, v, cu, tiles, isa);
   };
 }
 

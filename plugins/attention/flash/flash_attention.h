@@ -18,9 +18,10 @@ namespace memsweep::plugins::flash {
 // row). fp32 and bf16 inputs compute in fp32 and return their own dtype; other floating types
 // are computed in fp32 and cast back. Mixed dtypes are promoted to the widest.
 at::Tensor FlashAttentionVarlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                const at::Tensor& cu_seqlens, TileSizes tiles);
+                                const at::Tensor& cu_seqlens, TileSizes tiles,
+                                Isa isa = Isa::kAuto);
 
 // The attention slot's function: derives cu_seqlens from inputs.segment_ids when present.
-model::AttentionFn MakeFlashAttention(TileSizes tiles);
+model::AttentionFn MakeFlashAttention(TileSizes tiles, Isa isa = Isa::kAuto);
 
 }  // namespace memsweep::plugins::flash

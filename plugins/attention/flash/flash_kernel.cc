@@ -69,7 +69,8 @@ void MaskTile(float* s, int64_t lds, int64_t rows, int64_t q0, int64_t k0, int64
 struct Geometry {
   int64_t heads, kv_heads, d, d_pad, q_tile, k_tile, k_pad;
   float scale;
-  Geometry(const at::Tensor& q, const at::Tensor& k, TileSizes tiles)
+  const TileOps* ops;  // the tile operations for the chosen instruction set
+  Geometry(const at::Tensor& q, const at::Tensor& k, TileSizes tiles, Isa isa)
       : heads(q.size(1)),
         kv_heads(k.size(1)),
         d(q.size(3)),
@@ -77,7 +78,8 @@ struct Geometry {
         q_tile(tiles.q_tile),
         k_tile(tiles.k_tile),
         k_pad(RoundUpToLanes(tiles.k_tile)),
-        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(3))))) {}
+        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(3))))),
+        ops(&TileOpsFor(isa)) {}
   int64_t Group() const { return heads / kv_heads; }
 };
 
@@ -141,10 +143,10 @@ void ForwardImpl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, 
                            ldk);
         PackRows(vv.Row<E>(seq.batch, kvh, seq.start + k0), vv.st, nk, g.d, 1.0f, vt, dp);
         std::fill(vt + nk * dp, vt + nk_pad * dp, 0.0f);
-        GemmNN(mq, nk_pad, dp, qs, dp, kt, ldk, s, ldk, /*accumulate=*/false);
+        g.ops->gemm_nn(mq, nk_pad, dp, qs, dp, kt, ldk, s, ldk, /*accumulate=*/false);
         MaskTile(s, ldk, mq, q0, k0, nk, nk_pad);
-        OnlineSoftmaxStep(mq, nk_pad, s, ldk, row_max, row_sum, o, dp, dp);
-        GemmNN(mq, dp, nk_pad, s, ldk, vt, dp, o, dp, /*accumulate=*/true);
+        g.ops->online_softmax_step(mq, nk_pad, s, ldk, row_max, row_sum, o, dp, dp);
+        g.ops->gemm_nn(mq, dp, nk_pad, s, ldk, vt, dp, o, dp, /*accumulate=*/true);
       }
       for (int64_t i = 0; i < mq; ++i) {
         const float inv = 1.0f / row_sum[i];
@@ -217,14 +219,14 @@ void BackwardImpl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
             delta[i] = sum;
             row_lse[i] = lse_data[seq.batch * lse_b + h * lse_h + row0 + i];
           }
-          GemmNN(mq, nk_pad, dp, qs, dp, kt, ldk, p, ldk, false);  // S = (scale·Q)·Kᵀ
+          g.ops->gemm_nn(mq, nk_pad, dp, qs, dp, kt, ldk, p, ldk, false);  // S = (scale·Q)·Kᵀ
           MaskTile(p, ldk, mq, q0, k0, nk, nk_pad);
-          ProbabilitiesFromScores(mq, nk_pad, p, ldk, 1.0f, row_lse);
-          GemmTN(nk, dp, mq, p, ldk, dout, dp, dv_acc, dp, true);     // dV += Pᵀ·dO
-          GemmNN(mq, nk_pad, dp, dout, dp, vt, ldk, ds, ldk, false);  // dP = dO·Vᵀ
-          ScoreGradient(mq, nk_pad, p, ldk, ds, ldk, delta, 1.0f);    // dS = P∘(dP − D)
-          GemmTN(nk, dp, mq, ds, ldk, qs, dp, dk_acc, dp, true);        // dK += dSᵀ·(scale·Q)
-          GemmNN(mq, dp, nk_pad, ds, ldk, kr, dp, dq_tile, dp, false);  // dS·K
+          g.ops->probabilities_from_scores(mq, nk_pad, p, ldk, 1.0f, row_lse);
+          g.ops->gemm_tn(nk, dp, mq, p, ldk, dout, dp, dv_acc, dp, true);     // dV += Pᵀ·dO
+          g.ops->gemm_nn(mq, nk_pad, dp, dout, dp, vt, ldk, ds, ldk, false);  // dP = dO·Vᵀ
+          g.ops->score_gradient(mq, nk_pad, p, ldk, ds, ldk, delta, 1.0f);    // dS = P∘(dP − D)
+          g.ops->gemm_tn(nk, dp, mq, ds, ldk, qs, dp, dk_acc, dp, true);        // dK += dSᵀ·(scale·Q)
+          g.ops->gemm_nn(mq, dp, nk_pad, ds, ldk, kr, dp, dq_tile, dp, false);  // dS·K
           float* dq_rows = dq_mine + seq.batch * dq_b + h * dq_h + row0 * g.d;
           for (int64_t i = 0; i < mq; ++i) {
             for (int64_t c = 0; c < g.d; ++c) dq_rows[i * g.d + c] += g.scale * dq_tile[i * dp + c];
@@ -297,11 +299,11 @@ TileSizes ResolveTileSizes(TileSizes requested, int64_t head_dim) {
 }
 
 FlashOutputs FlashForward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
-                          const std::vector<Sequence>& sequences, TileSizes tiles) {
+                          const std::vector<Sequence>& sequences, TileSizes tiles, Isa isa) {
   const at::Tensor q = LastDimContiguous(q_in), k = LastDimContiguous(k_in),
                    v = LastDimContiguous(v_in);
   CheckInputs(q, k, v);
-  const Geometry g(q, k, ResolveTileSizes(tiles, q.size(3)));
+  const Geometry g(q, k, ResolveTileSizes(tiles, q.size(3)), isa);
   const int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3);
   // [B, T, H, D] storage: the model's next step (heads back into the hidden dimension) is a view.
   at::Tensor out = at::empty({b, t, h, d}, q.options()).transpose(1, 2);
@@ -317,12 +319,12 @@ FlashOutputs FlashForward(const at::Tensor& q_in, const at::Tensor& k_in, const 
 FlashGrads FlashBackward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
                          const at::Tensor& out, const at::Tensor& lse,
                          const at::Tensor& grad_out_in, const std::vector<Sequence>& sequences,
-                         TileSizes tiles) {
+                         TileSizes tiles, Isa isa) {
   const at::Tensor q = LastDimContiguous(q_in), k = LastDimContiguous(k_in),
                    v = LastDimContiguous(v_in);
   const at::Tensor grad_out = LastDimContiguous(grad_out_in.to(q.scalar_type()));
   CheckInputs(q, k, v);
-  const Geometry g(q, k, ResolveTileSizes(tiles, q.size(3)));
+  const Geometry g(q, k, ResolveTileSizes(tiles, q.size(3)), isa);
   const int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3);
   const int64_t threads = at::get_num_threads();
   at::Tensor dq_partial = at::zeros({threads, b, h, t, d}, q.options().dtype(at::kFloat));

@@ -2,7 +2,8 @@
 // q [B, H, T, D] and k, v [B, KV, T, D] (any strides with the last dimension contiguous; fp32
 // or bf16, accumulated in fp32). Causal within each document of `sequences` (flash_varlen.h):
 // a query tile visits only the key tiles at or before its own last row, inside its document.
-// Grouped-query heads read their key/value head directly (nothing is repeated).
+// Grouped-query heads read their key/value head directly (nothing is repeated). `isa` picks the
+// tile operations' instruction set (flash_tile_ops.h; kAuto: the best this CPU runs).
 //
 //   TileSizes tiles = ResolveTileSizes({}, head_dim);
 //   FlashOutputs fwd = FlashForward(q, k, v, sequences, tiles);
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "flash_tile_ops.h"
 #include "flash_varlen.h"
 
 namespace memsweep::plugins::flash {
@@ -42,13 +44,15 @@ struct FlashGrads {
 };
 
 FlashOutputs FlashForward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                          const std::vector<Sequence>& sequences, TileSizes tiles);
+                          const std::vector<Sequence>& sequences, TileSizes tiles,
+                          Isa isa = Isa::kAuto);
 
 // FlashAttention-2's backward: P is recomputed from q, k and lse; D = rowsum(dO ∘ O);
 // dS = P ∘ (dP − D). Work is split over key tiles (each owns its dK, dV rows); dQ is summed in
 // one fp32 buffer per thread, added up in thread order (deterministic for a thread count).
 FlashGrads FlashBackward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const at::Tensor& out, const at::Tensor& lse, const at::Tensor& grad_out,
-                         const std::vector<Sequence>& sequences, TileSizes tiles);
+                         const std::vector<Sequence>& sequences, TileSizes tiles,
+                         Isa isa = Isa::kAuto);
 
 }  // namespace memsweep::plugins::flash

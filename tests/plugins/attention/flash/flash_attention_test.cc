@@ -1,6 +1,7 @@
 #include "attention/flash/flash_attention.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Version.h>
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
@@ -34,6 +35,17 @@ TEST_P(FlashSweepTest, OutputAndGradientsMatchAFloat64Reference) {
       SCOPED_TRACE("q_tile=" + std::to_string(tiles.q_tile) +
                    " k_tile=" + std::to_string(tiles.k_tile));
       testing_support::ExpectMatchesReference(MakeFlashAttention(tiles), c, GetParam());
+    }
+  }
+}
+
+// Every instruction set this CPU runs (AVX-512, AVX2, baseline: each its own register blocking)
+// against the same reference, on the shapes with partial tiles and packed rows.
+TEST_P(FlashSweepTest, EveryInstructionSetMatchesTheReference) {
+  for (Isa isa : SupportedIsas()) {
+    SCOPED_TRACE(std::string("isa=") + IsaName(isa));
+    for (const AttentionCase& c : testing_support::SweepCases()) {
+      testing_support::ExpectMatchesReference(MakeFlashAttention({16, 32}, isa), c, GetParam());
     }
   }
 }
@@ -90,28 +102,67 @@ TEST(FlashTileOpsTest, VectorisedExpMatchesStdExp) {
   for (float v = -90.0f; v <= 80.0f; v += 0.37f) x.push_back(v);
   x.push_back(-std::numeric_limits<float>::infinity());
   while (x.size() % kLanes != 0) x.push_back(0.0f);
-  std::vector<float> y = x;
-  ExpInPlace(y.data(), static_cast<int64_t>(y.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double expected = x[i] < -87.3 ? 0.0 : std::exp(static_cast<double>(x[i]));
-    EXPECT_LE(std::abs(y[i] - expected), 4e-7 * expected) << "x = " << x[i];
+  for (Isa isa : SupportedIsas()) {
+    std::vector<float> y = x;
+    TileOpsFor(isa).exp_in_place(y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double expected = x[i] < -87.3 ? 0.0 : std::exp(static_cast<double>(x[i]));
+      EXPECT_LE(std::abs(y[i] - expected), 4e-7 * expected) << IsaName(isa) << " x = " << x[i];
+    }
   }
 }
 
-TEST(FlashTileOpsTest, GemmsMatchAtMm) {
-  for (int64_t m : {1, 3, 4, 9}) {
-    for (int64_t n : {16, 48, 64, 80}) {
-      const at::Tensor a = at::randn({m, 7}), b = at::randn({7, n}), c0 = at::randn({m, n});
-      at::Tensor c = c0.clone();
-      GemmNN(m, n, 7, a.data_ptr<float>(), 7, b.data_ptr<float>(), n, c.data_ptr<float>(), n,
-             /*accumulate=*/true);
-      EXPECT_TRUE(at::allclose(c, c0 + at::mm(a, b), 1e-5, 1e-5)) << "NN " << m << "x" << n;
-      const at::Tensor at_ = a.t().contiguous();  // [7, m]
-      GemmTN(m, n, 7, at_.data_ptr<float>(), m, b.data_ptr<float>(), n, c.data_ptr<float>(), n,
-             /*accumulate=*/false);
-      EXPECT_TRUE(at::allclose(c, at::mm(a, b), 1e-5, 1e-5)) << "TN " << m << "x" << n;
+// Every row-block remainder (m up to 13 covers 6-, 4-, 2- and 1-row blocks) and column count
+// (one to five vectors) on every instruction set this CPU runs. The products are computed in
+// double as the reference; a 7-term fp32 dot product (plus the accumulated c) is within
+// 8·u·Σ|a||b| + u·|c| with u = 2⁻²⁴ (Higham's γ_k bound, k + 1 roundings).
+TEST(FlashTileOpsTest, GemmsMatchAFloat64Product) {
+  constexpr int64_t kDepth = 7;
+  const double u = std::ldexp(1.0, -24);
+  auto expect_close = [&](const at::Tensor& c, const at::Tensor& expected,
+                          const at::Tensor& abs_products, const std::string& what) {
+    const at::Tensor bound = (kDepth + 1) * u * abs_products + u * expected.abs();
+    const at::Tensor excess = (c.to(at::kDouble) - expected).abs() - bound;
+    EXPECT_LE(excess.max().item<double>(), 0.0) << what;
+  };
+  for (Isa isa : SupportedIsas()) {
+    const TileOps& ops = TileOpsFor(isa);
+    for (int64_t m = 1; m <= 13; ++m) {
+      for (int64_t n : {16, 32, 48, 64, 80}) {
+        const std::string what = std::string(IsaName(isa)) + " " + std::to_string(m) + "x" +
+                                 std::to_string(n);
+        const at::Tensor a = at::randn({m, kDepth}), b = at::randn({kDepth, n});
+        const at::Tensor c0 = at::randn({m, n});
+        const at::Tensor a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
+        const at::Tensor abs_products = at::mm(a64.abs(), b64.abs()) + c0.to(at::kDouble).abs();
+        at::Tensor c = c0.clone();
+        ops.gemm_nn(m, n, kDepth, a.data_ptr<float>(), kDepth, b.data_ptr<float>(), n,
+                    c.data_ptr<float>(), n, /*accumulate=*/true);
+        expect_close(c, c0.to(at::kDouble) + at::mm(a64, b64), abs_products, "NN " + what);
+        const at::Tensor a_t = a.t().contiguous();  // [kDepth, m]
+        ops.gemm_tn(m, n, kDepth, a_t.data_ptr<float>(), m, b.data_ptr<float>(), n,
+                    c.data_ptr<float>(), n, /*accumulate=*/false);
+        expect_close(c, at::mm(a64, b64), abs_products, "TN " + what);
+      }
     }
   }
+}
+
+TEST(FlashTileOpsTest, AutoFollowsTheCpuAndLibTorchsLevel) {
+  const Isa best = BestIsa();
+  EXPECT_TRUE(CpuSupports(best));
+  EXPECT_EQ(TileOpsFor(Isa::kAuto).isa, best);
+  const std::string aten = at::get_cpu_capability();
+  if (aten == "DEFAULT") EXPECT_EQ(best, Isa::kBaseline);
+  if (aten == "AVX2") EXPECT_NE(best, Isa::kAvx512);
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kBaseline}) {
+    if (CpuSupports(isa)) continue;
+    EXPECT_THROW(TileOpsFor(isa), std::invalid_argument) << IsaName(isa);
+  }
+  for (Isa isa : {Isa::kAuto, Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
+    EXPECT_EQ(ParseIsa(IsaName(isa)), isa);
+  }
+  EXPECT_FALSE(ParseIsa("sse4").has_value());
 }
 
 TEST(FlashVarlenTest, SegmentIdsBecomeCumulativeOffsets) {
@@ -203,6 +254,27 @@ TEST(FlashAttentionTest, RejectsATileSizeOutOfRange) {
     EXPECT_NE(std::string(e.what()).find("q_tile = -4 is out of range"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(FlashAttentionTest, RejectsAnUnknownInstructionSet) {
+  try {
+    testing_support::Train(testing_support::TinyRun(
+        1, {"strategies.attention.plugin=\"flash\"", "strategies.attention.isa=\"sse4\""}));
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("isa = \"sse4\" is not an instruction set"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(FlashAttentionTest, RecordsWhichInstructionSetRan) {
+  const auto result = testing_support::Train(testing_support::TinyRun(
+      1, {"strategies.attention.plugin=\"flash\"", "strategies.attention.isa=\"baseline\""}));
+  EXPECT_EQ(result.plugin_metrics.count("flash.isa.baseline"), 1u);
+  const auto automatic =
+      testing_support::Train(testing_support::TinyRun(1, {"strategies.attention.plugin=\"flash\""}));
+  EXPECT_EQ(automatic.plugin_metrics.count(std::string("flash.isa.") + IsaName(BestIsa())), 1u);
 }
 
 }  // namespace
