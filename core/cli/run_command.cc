@@ -12,6 +12,7 @@
 #include "core/experiment/experiment_plan.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
+#include "core/cli/worker_command.h"
 #include "core/sweep/sweep_runner.h"
 
 namespace memsweep::cli {
@@ -87,6 +88,11 @@ int RunExperiment(const RunOptions& options) {
   sweep_options.cell_timeout_seconds = options.cell_timeout_seconds;
   sweep_options.progress_line = isatty(STDERR_FILENO) != 0;
   sweep_options.stop = &g_stop;
+  if (!options.exec_workers) {
+    sweep_options.in_process_worker = [](const sweep::WorkerFiles& files) {
+      return RunWorker(WorkerOptions{files.cell, files.source, files.result, files.summary});
+    };
+  }
   InstallStopHandlers();
   spdlog::info("experiment '{}': {} cells, results in {}", plan.name, plan.cells.size(),
                options.db_path);
@@ -112,6 +118,9 @@ void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code) {
                   "Run finished cells again: failed (failed and timed-out cells) or all");
   run->add_option("--cell-timeout", options.cell_timeout_seconds,
                   "Seconds a cell may run before it is killed and recorded as timeout");
+  run->add_flag("--exec-workers", options.exec_workers,
+                "Start every cell as a new memsweep process (default: CPU cells start as a fork "
+                "of the runner, which skips loading LibTorch again)");
   run->callback([&options, &exit_code] { exit_code = RunExperiment(options); });
 }
 

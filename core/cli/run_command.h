@@ -21,6 +21,9 @@ struct RunOptions {
   std::string db_path = "results/memsweep.db";
   std::string rerun = "none";
   double cell_timeout_seconds = 1800.0;
+  // Every cell in a new `memsweep worker` process, CPU cells included (default: CPU cells start
+  // as a fork of the runner, without loading LibTorch again).
+  bool exec_workers = false;
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

@@ -129,7 +129,9 @@ int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) 
   return merged.value("status", "failed") == "oom" ? 0 : 1;
 }
 
-int Run(const WorkerOptions& options) {
+}  // namespace
+
+int RunWorker(const WorkerOptions& options) {
   config::RunConfig cfg;
   std::optional<dist::RankEnv> rank_env;
   try {
@@ -150,8 +152,6 @@ int Run(const WorkerOptions& options) {
   return RunCell(options, cfg, rank_env);
 }
 
-}  // namespace
-
 void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "worker", "Run one cell file (from plan --write-cells): the sweep's worker, or one rank "
@@ -160,7 +160,7 @@ void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
   cmd->add_option("--source", options.source, "The experiment file it came from")->required();
   cmd->add_option("--result", options.result_path, "Where to write the result JSON")->required();
   cmd->add_option("--summary", options.summary_path, "Where to write the summary table");
-  cmd->callback([&options, &exit_code] { exit_code = Run(options); });
+  cmd->callback([&options, &exit_code] { exit_code = RunWorker(options); });
 }
 
 }  // namespace memsweep::cli

@@ -30,4 +30,8 @@ struct WorkerOptions {
 
 void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code);
 
+// The command's body: runs the cell and returns the exit code above. The sweep runner also calls
+// it in a forked child for CPU cells (sweep_runner.h).
+int RunWorker(const WorkerOptions& options);
+
 }  // namespace memsweep::cli

@@ -11,7 +11,10 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -54,27 +57,74 @@ std::string CellExit::Describe() const {
   return text;
 }
 
+bool ForkIsSafe() {
+  std::error_code error;
+  int threads = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++threads;
+  }
+  return !error && threads == 1;
+}
+
 CellProcess::CellProcess(const std::vector<std::string>& argv, const std::string& stderr_path)
     : stderr_path_(stderr_path) {
+  Start(
+      [&argv] {
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execv(args[0], args.data());
+        _exit(127);
+      },
+      stderr_path);
+}
+
+CellProcess::CellProcess(const std::function<int()>& body, const std::string& stderr_path)
+    : stderr_path_(stderr_path) {
+  Start(
+      [&body] {
+        int code = 1;
+        try {
+          code = body();
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+        } catch (...) {
+          std::fprintf(stderr, "the worker threw a non-standard exception\n");
+        }
+        // _exit, not exit: the runner's objects (its database connection among them) belong to
+        // the runner; the child only flushes its own output.
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+        _exit(code);
+      },
+      stderr_path);
+}
+
+void CellProcess::Start(const std::function<void()>& in_child, const std::string& stderr_path) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   const pid_t parent = getpid();
+  // Output the runner has buffered must not be written a second time by the child.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid_ == 0) {
     // Child: die with the runner; stdout to the pipe, stderr to the file. Ctrl-C reaches the
     // whole process group: the worker ignores it and lets the runner stop it (which records the
-    // cell as pending, not as crashed).
+    // cell as pending, not as crashed). SIGTERM ends it (the runner's own handler is not kept).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
     if (getppid() != parent) _exit(127);
     dup2(pipe_fds[1], STDOUT_FILENO);
+    close(pipe_fds[0]);
     const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) dup2(err, STDERR_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
+    in_child();
     _exit(127);
   }
   close(pipe_fds[1]);

@@ -1,11 +1,15 @@
-// CellProcess: one experiment cell running in a child process (the memsweep binary in worker
-// mode), so that an abort, a segfault or a hang in the cell never takes the sweep down.
+// CellProcess: one experiment cell running in a child process, so that an abort, a segfault or
+// a hang in the cell never takes the sweep down. The child is either a new memsweep process in
+// worker mode (fork + exec: a fresh process, its libraries loaded anew) or a fork of the runner
+// that runs the worker's code directly (no exec: LibTorch and the plugins are already loaded,
+// so the cell starts in milliseconds; the runner must be single-threaded, ForkIsSafe).
 //
 // The child dies with its parent (PR_SET_PDEATHSIG), so killing the runner never leaves
 // orphaned workers. Its stdout carries progress lines; its stderr is kept in a file so that a
 // crash can be reported with the child's last words.
 //
 //   CellProcess child({"/proc/self/exe", "worker", "--cell", path, "--result", out}, stderr_path);
+//   CellProcess forked([&] { return RunWorker(files); }, stderr_path);  // exit code of the body
 //   CellExit exit = child.Wait(timeout_seconds, [](const std::string& line) { ... });
 #pragma once
 
@@ -35,7 +39,10 @@ struct CellExit {
 
 class CellProcess {
  public:
+  // fork + exec of argv.
   CellProcess(const std::vector<std::string>& argv, const std::string& stderr_path);
+  // fork only: the child runs `body` and exits with its return value (1 if it throws).
+  CellProcess(const std::function<int()>& body, const std::string& stderr_path);
   ~CellProcess();
   CellProcess(const CellProcess&) = delete;
   CellProcess& operator=(const CellProcess&) = delete;
@@ -47,6 +54,7 @@ class CellProcess {
   pid_t pid() const { return pid_; }
 
  private:
+  void Start(const std::function<void()>& in_child, const std::string& stderr_path);
   void Kill();
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
@@ -55,5 +63,10 @@ class CellProcess {
 
 // The path of the running memsweep binary (/proc/self/exe).
 std::string SelfExecutable();
+
+// Whether this process may fork a child that goes on running its code: it has one thread (a
+// forked child gets only the forking thread; an OpenMP pool or any other thread of the parent
+// would be missing, with its locks possibly held).
+bool ForkIsSafe();
 
 }  // namespace memsweep::sweep

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "core/experiment/toml_json.h"
@@ -91,6 +92,28 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
   return outcome;
 }
 
+// CPU cells may start as a fork of the runner; CUDA ones ("cuda", "auto") get a fresh process.
+bool RunsOnTheCpu(const experiment::Cell& cell) {
+  return cell.document["device"]["type"].value_or(std::string("cpu")) == "cpu";
+}
+
+std::unique_ptr<CellProcess> StartWorker(const experiment::Cell& cell, const WorkerFiles& files,
+                                         const SweepOptions& options, const std::string& self,
+                                         const std::string& stderr_path) {
+  if (options.in_process_worker && RunsOnTheCpu(cell)) {
+    if (ForkIsSafe()) {
+      const auto& worker = options.in_process_worker;
+      return std::make_unique<CellProcess>([&worker, &files] { return worker(files); },
+                                           stderr_path);
+    }
+    spdlog::warn("the runner has started threads: {} starts as a new process", cell.Describe());
+  }
+  return std::make_unique<CellProcess>(
+      std::vector<std::string>{self, "worker", "--cell", files.cell, "--source", files.source,
+                               "--result", files.result, "--summary", files.summary},
+      stderr_path);
+}
+
 }  // namespace
 
 fs::path CellFilesDirectory(const std::string& db_path, const std::string& experiment) {
@@ -116,6 +139,9 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
                             : fs::path(options.work_dir);
   fs::create_directories(work);
   const std::string self = SelfExecutable();
+  if (options.in_process_worker) {
+    spdlog::info("cells on the CPU start as forks of this runner (--exec-workers: new processes)");
+  }
   ProgressLine progress(options.progress_line, summary.cells);
 
   for (size_t i = 0; i < plan.cells.size(); ++i) {
@@ -144,10 +170,10 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     if (!options.progress_line) spdlog::info("[{}/{}] {}", i + 1, summary.cells, label);
     progress.CellStarted(static_cast<int64_t>(i), label);
 
-    CellProcess child({self, "worker", "--cell", cell_file.string(), "--source", plan.source,
-                       "--result", result_file.string(), "--summary", summary_file.string()},
-                      stderr_file.string());
-    const CellExit exit = child.Wait(
+    const WorkerFiles files{cell_file.string(), plan.source, result_file.string(),
+                            summary_file.string()};
+    const auto child = StartWorker(cell, files, options, self, stderr_file.string());
+    const CellExit exit = child->Wait(
         options.cell_timeout_seconds,
         [&progress](const std::string& line) { progress.WorkerLine(line); },
         [&options] { return options.stop != nullptr && options.stop->load(); });

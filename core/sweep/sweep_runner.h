@@ -1,6 +1,8 @@
 // RunSweep: runs every cell of an experiment plan, each in its own worker process, and records
 // each outcome in the results database as soon as the cell ends.
 //
+// - Workers: CPU cells run in a fork of the runner (SweepOptions::in_process_worker), others in
+//   a new `memsweep worker` process; either way a crash ends only its cell.
 // - Resume: a cell whose row is already finished is skipped (ok and oom always; failed and
 //   timeout unless --rerun failed; --rerun all runs everything again). A cell left 'running'
 //   or 'pending' by an interrupted or killed runner runs again; its row is reused, so nothing is
@@ -19,8 +21,9 @@
 #pragma once
 
 #include <atomic>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <string>
 
 #include "core/experiment/experiment_plan.h"
@@ -29,6 +32,11 @@ namespace memsweep::sweep {
 
 enum class Rerun : uint8_t { kNone, kFailed, kAll };
 
+// The files of one worker run: what `memsweep worker --cell --source --result --summary` takes.
+struct WorkerFiles {
+  std::string cell, source, result, summary;
+};
+
 struct SweepOptions {
   std::string db_path = "results/memsweep.db";
   Rerun rerun = Rerun::kNone;
@@ -36,6 +44,11 @@ struct SweepOptions {
   std::string work_dir;    // worker files (cell TOML, result JSON, stderr); default beside the db
   bool progress_line = false;  // a single updating progress line (for terminals)
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler to stop the sweep
+  // The worker's code, run in a fork of the runner (no exec) for cells on the CPU, so that a
+  // cell does not pay for loading LibTorch again. Unset, or for CUDA cells ([device] type
+  // "cuda"/"auto": CUDA state and the allocator's environment must be fresh), or when the
+  // runner has more than one thread, every cell execs `memsweep worker`.
+  std::function<int(const WorkerFiles&)> in_process_worker;
 };
 
 struct SweepSummary {

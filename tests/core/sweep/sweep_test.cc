@@ -7,13 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/results/results_db.h"
+#include "core/sweep/cell_process.h"
 #include "support/run_configs.h"
 
 extern char** environ;
@@ -177,6 +181,66 @@ TEST(SweepTest, SigkillAtRandomMomentsThenResumeLosesAndDuplicatesNothing) {
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), "6");
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics"), "18");  // 6 cells x 3 steps
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM run_metrics"), "6");
+}
+
+// CPU cells start as forks of the runner by default; --exec-workers starts each as a new
+// memsweep process. Both give the same bytes and losses (the figures are deterministic).
+TEST(SweepTest, ForkedAndExecutedWorkersRecordTheSameFigures) {
+  const fs::path dir = Scratch("fork");
+  const fs::path file = WriteExperiment(
+      dir, "fork", "[matrix]\n\"strategies.batching.micro_batch_size\" = [1, 3]\n");
+  const std::string figures =
+      "SELECT group_concat(cell_index || ':' || peak_allocated_bytes || ':' || params_bytes || "
+      "':' || printf('%.17g', final_loss), ' ') FROM (SELECT * FROM run_summary ORDER BY "
+      "cell_index)";
+  std::string by_mode[2];
+  for (int exec = 0; exec < 2; ++exec) {
+    const fs::path db_path = dir / (exec ? "exec.db" : "fork.db");
+    const fs::path log = dir / (exec ? "exec.txt" : "fork.txt");
+    std::vector<std::string> args = {"run", file.string(), "--db", db_path.string()};
+    if (exec) args.push_back("--exec-workers");
+    EXPECT_EQ(ExitCodeOf(Spawn(args, log)), 0) << ReadFile(log);
+    EXPECT_EQ(ReadFile(log).find("start as forks of this runner") != std::string::npos, !exec)
+        << ReadFile(log);
+    EXPECT_EQ(ReadFile(log).find("starts as a new process"), std::string::npos) << ReadFile(log);
+    results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+    EXPECT_EQ(Scalar(db, "SELECT count(*) FROM run_summary WHERE status = 'ok'"), "2");
+    by_mode[exec] = Scalar(db, figures);
+  }
+  EXPECT_FALSE(by_mode[0].empty());
+  EXPECT_EQ(by_mode[0], by_mode[1]);
+}
+
+// A forked worker: its stdout lines reach the runner, its return value is the exit code, and
+// an exception ends it with code 1 and the message in its stderr.
+TEST(CellProcessTest, AForkedBodyReportsItsLinesAndExitCode) {
+  const fs::path dir = Scratch("forked_body");
+  std::vector<std::string> lines;
+  CellProcess ok([] {
+    std::printf("progress 1 2\n");
+    return 0;
+  }, (dir / "ok.stderr").string());
+  const CellExit ok_exit =
+      ok.Wait(10, [&lines](const std::string& line) { lines.push_back(line); }, nullptr);
+  EXPECT_EQ(ok_exit.kind, CellExitKind::kExited);
+  EXPECT_EQ(ok_exit.code, 0);
+  EXPECT_EQ(lines, std::vector<std::string>{"progress 1 2"});
+
+  CellProcess throws([]() -> int { throw std::runtime_error("the cell broke"); },
+                     (dir / "throws.stderr").string());
+  const CellExit thrown = throws.Wait(10, nullptr, nullptr);
+  EXPECT_EQ(thrown.code, 1);
+  EXPECT_EQ(thrown.stderr_tail, "the cell broke");
+}
+
+TEST(CellProcessTest, ForkIsUnsafeWhileAnotherThreadRuns) {
+  std::atomic<bool> done{false};
+  std::thread other([&done] {
+    while (!done) usleep(1000);
+  });
+  EXPECT_FALSE(ForkIsSafe());
+  done = true;
+  other.join();
 }
 
 TEST(SweepTest, TwoConcurrentSweepsOnOneDatabaseBothComplete) {
