@@ -3,6 +3,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <malloc.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -23,19 +26,28 @@ void RaiseTo(std::atomic<int64_t>& peak, int64_t value) {
 
 }  // namespace
 
+// 64-byte aligned blocks from plain malloc: nbytes + 64 bytes, the aligned address at least 16
+// bytes in (malloc aligns to 16), the block's own address stored just before it. posix_memalign
+// would ask glibc for nbytes + 64 + 32 and split the slack off, so the block a tensor frees is
+// too small for the next tensor of the same size and the heap grows instead (new pages, faulted
+// in and zeroed). With equal requests for equal sizes a freed block serves the next one exactly.
 void* SystemBackend::Allocate(size_t nbytes) {
   TrackingAllocator::Instance().Charge(static_cast<int64_t>(nbytes), static_cast<int64_t>(nbytes));
-  void* ptr = nullptr;
-  if (posix_memalign(&ptr, kAlignment, nbytes) != 0) {
+  void* raw = std::malloc(nbytes + kAlignment);
+  if (raw == nullptr) {
     TrackingAllocator::Instance().Uncharge(static_cast<int64_t>(nbytes));
     throw std::bad_alloc();
   }
+  const uintptr_t aligned =
+      (reinterpret_cast<uintptr_t>(raw) + kAlignment) & ~static_cast<uintptr_t>(kAlignment - 1);
+  void* ptr = reinterpret_cast<void*>(aligned);
+  static_cast<void**>(ptr)[-1] = raw;
   reserved_ += static_cast<int64_t>(nbytes);
   return ptr;
 }
 
 void SystemBackend::Deallocate(void* ptr, size_t nbytes) {
-  std::free(ptr);
+  std::free(static_cast<void**>(ptr)[-1]);
   reserved_ -= static_cast<int64_t>(nbytes);
   TrackingAllocator::Instance().Uncharge(static_cast<int64_t>(nbytes));
 }
@@ -53,9 +65,21 @@ TrackingAllocator& TrackingAllocator::Instance() {
   return *instance;
 }
 
+void KeepFreedPagesInTheHeap() {
+  // glibc serves large requests (≥ 128 KiB, adapting up to 32 MiB) with a fresh mmap and gives
+  // them back with munmap, and trims the heap's top: every training step would fault in and zero
+  // its activations' pages again (measured ~10% of a small-preset fp32 step, docs/benchmarks.md,
+  // "CPU heap"). Serving everything from the heap and never trimming keeps the pages of the
+  // previous step for the next. What tensors hold — every figure memsweep reports — is
+  // unchanged; only the process's RSS keeps its high-water mark instead of shrinking.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+}
+
 TrackingAllocator& TrackingAllocator::Install() {
   TrackingAllocator& tracker = Instance();
   if (!g_installed.exchange(true)) {
+    KeepFreedPagesInTheHeap();
     c10::SetCPUAllocator(&tracker, std::numeric_limits<uint8_t>::max());
   }
   return tracker;

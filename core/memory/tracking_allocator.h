@@ -52,11 +52,18 @@ struct MemoryCounters {
   int64_t deallocations = 0;  // number of frees since the last ResetCounts
 };
 
+// The process's heap policy for CPU training (called by TrackingAllocator::Install): glibc's
+// malloc serves every request from its heap and never trims it, so the pages a training step
+// freed serve the next step instead of being unmapped and faulted in (and zeroed) again.
+void KeepFreedPagesInTheHeap();
+
 class TrackingAllocator final : public c10::Allocator {
  public:
   // The process-wide instance (installed or not).
   static TrackingAllocator& Instance();
   // Makes the instance LibTorch's CPU allocator (idempotent) and returns it.
+  // Also sets the process's heap policy: glibc's malloc keeps freed pages for reuse instead of
+  // returning them to the system (KeepFreedPagesInTheHeap).
   static TrackingAllocator& Install();
   static bool Installed();
 
