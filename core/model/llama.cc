@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "core/data/batch.h"
+#include "core/model/rotary.h"
 
 namespace memsweep::model {
 namespace {
@@ -11,15 +12,6 @@ constexpr double kInitStd = 0.02;  // Hugging Face's initializer_range for Llama
 
 at::Tensor NormalWeight(int64_t rows, int64_t cols) {
   return at::empty({rows, cols}).normal_(0.0, kInitStd);
-}
-
-at::Tensor RotateHalf(const at::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-at::Tensor ApplyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  return x * cos + RotateHalf(x) * sin;
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// The fused rotary kernel against the composite form it replaces: bitwise equal outputs and
+// gradients for every dtype pair the model produces (fp32, bf16 parameters, bf16 activations
+// under autocast with fp32 tables), on q laid out as the model lays it out ([B, T, H, D] storage
+// viewed as [B, H, T, D]).
+#include "core/model/rotary.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/autograd.h>
+
+#include <string>
+
+#include "core/model/llama.h"
+
+namespace memsweep::model {
+namespace {
+
+struct Grads {
+  at::Tensor out, dx;
+};
+
+Grads Run(bool fused, const at::Tensor& x_in, const at::Tensor& cos, const at::Tensor& sin,
+          const at::Tensor& grad) {
+  const at::Tensor x = x_in.detach().requires_grad_(true);
+  const at::Tensor out = fused ? ApplyRotary(x, cos, sin) : ApplyRotaryComposite(x, cos, sin);
+  if (fused) {
+    EXPECT_NE(out.grad_fn()->name().find("RotaryFunction"), std::string::npos)
+        << "the fused kernel did not run: " << out.grad_fn()->name();
+  }
+  out.backward(grad.to(out.scalar_type()));
+  return {out.detach(), x.grad()};
+}
+
+void ExpectBitwiseEqual(c10::ScalarType x_dtype, c10::ScalarType table_dtype) {
+  const int64_t b = 2, t = 7, h = 3, d = 16;
+  const at::Tensor storage = at::randn({b, t, h, d}).to(x_dtype);
+  const at::Tensor x = storage.transpose(1, 2);  // [B, H, T, D], as the model passes q and k
+  const at::Tensor positions = at::arange(t, at::kLong).unsqueeze(0).expand({b, t}) + 3;
+  auto [cos, sin] = RotaryTables(positions.contiguous(), d, 10000.0, table_dtype);
+  const at::Tensor grad = at::randn({b, h, t, d});
+  const Grads composite = Run(false, x, cos, sin, grad);
+  const Grads fused = Run(true, x, cos, sin, grad);
+  const std::string what = std::string(c10::toString(x_dtype)) + " x, " +
+                           c10::toString(table_dtype) + " tables";
+  EXPECT_EQ(fused.out.scalar_type(), composite.out.scalar_type()) << what;
+  EXPECT_EQ(fused.dx.scalar_type(), x_dtype) << what;
+  EXPECT_TRUE(at::equal(fused.out, composite.out)) << what;
+  EXPECT_TRUE(at::equal(fused.dx, composite.dx)) << what;
+}
+
+TEST(RotaryTest, Fp32MatchesTheCompositeFormBitwise) { ExpectBitwiseEqual(at::kFloat, at::kFloat); }
+TEST(RotaryTest, Bf16MatchesTheCompositeFormBitwise) {
+  ExpectBitwiseEqual(at::kBFloat16, at::kBFloat16);
+}
+// bf16-autocast: q and k come out of bf16 matrix products, the tables are fp32.
+TEST(RotaryTest, Bf16ActivationsWithFp32TablesMatchBitwise) {
+  ExpectBitwiseEqual(at::kBFloat16, at::kFloat);
+}
+TEST(RotaryTest, Float64MatchesTheCompositeFormBitwise) {
+  ExpectBitwiseEqual(at::kDouble, at::kDouble);
+}
+
+// rotate_half by hand on one row: out = x·cos + (−x2, x1)·sin.
+TEST(RotaryTest, ComputesTheRotationOfOneKnownRow) {
+  const at::Tensor x = at::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({1, 1, 1, 4});
+  const at::Tensor cos = at::full({1, 1, 1, 4}, 0.5f), sin = at::full({1, 1, 1, 4}, 2.0f);
+  const at::Tensor expected =
+      at::tensor({1 * 0.5f - 3 * 2.0f, 2 * 0.5f - 4 * 2.0f, 3 * 0.5f + 1 * 2.0f, 4 * 0.5f + 2 * 2.0f});
+  EXPECT_TRUE(at::equal(ApplyRotary(x, cos, sin).view({4}), expected));
+}
+
+}  // namespace
+}  // namespace memsweep::model
