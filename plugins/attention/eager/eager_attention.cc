@@ -8,17 +8,25 @@
 namespace memsweep::plugins {
 namespace {
 
-// [T, T] (one document per row) or [B, 1, T, T] (segment ids): 0 where a query position may
-// attend to a key position (an earlier or the same position of the same document), -inf elsewhere.
-at::Tensor MaskBias(int64_t t, const at::Tensor& segment_ids, const at::TensorOptions& options) {
-  at::Tensor hidden = at::ones({t, t}, options.dtype(at::kBool)).triu(1);  // [T, T]
-  if (segment_ids.defined()) {
-    const at::Tensor other_document = segment_ids.unsqueeze(2) != segment_ids.unsqueeze(1);
-    hidden = (hidden.unsqueeze(0) | other_document).unsqueeze(1);  // [B, 1, T, T]
-  }
-  return at::zeros(hidden.sizes(), options)
-      .masked_fill_(hidden, -std::numeric_limits<double>::infinity());
+// [T, T]: 0 where a query position may attend to a key position (an earlier or the same one),
+// -inf above the diagonal.
+at::Tensor CausalBias(int64_t t, const at::TensorOptions& options) {
+  const at::Tensor hidden = at::ones({t, t}, options.dtype(at::kBool)).triu(1);
+  return at::zeros({t, t}, options).masked_fill_(hidden, -std::numeric_limits<double>::infinity());
 }
+
+// [B, 1, T, T]: -inf where query and key lie in different documents (segment ids), 0 elsewhere.
+at::Tensor OtherDocumentBias(const at::Tensor& segment_ids, const at::TensorOptions& options) {
+  const at::Tensor other = (segment_ids.unsqueeze(2) != segment_ids.unsqueeze(1)).unsqueeze(1);
+  return at::zeros(other.sizes(), options)
+      .masked_fill_(other, -std::numeric_limits<double>::infinity());
+}
+
+// Whether the scale and the causal bias go into the GEMM (baddbmm's alpha and beta): on the CPU,
+// where the result is bitwise that of scaling afterwards whenever the scale is a power of two
+// (head_dim 16, 64, 256), in fp32, under bf16 autocast and with bf16 parameters
+// (tests/plugins/attention/eager/). CUDA keeps the op-by-op form: not verified there.
+bool FoldsScaleIntoGemm(const at::Tensor& q) { return q.device().is_cpu(); }
 
 }  // namespace
 
@@ -27,15 +35,31 @@ at::Tensor EagerCausalAttention(const at::Tensor& q, const at::Tensor& k, const 
   const int64_t heads = q.size(1), t = q.size(2), d = q.size(3);
   const at::Tensor keys = model::RepeatKvHeads(k, heads);
   const at::Tensor values = model::RepeatKvHeads(v, heads);
-  // The mask is added to the scores in place: 0 where a position may attend, -inf where it may
-  // not. Same values as a masked_fill (s + 0 = s, s + -inf = -inf) and, since softmax gives the
-  // hidden positions probability 0, the same gradients — but one vectorised pass instead of a
-  // masked_fill forward and backward over B x H x T x T, no bool mask kept for backward, and no
-  // extra scores-sized tensor (the scaled matmul output is updated in place; neither the matmul
-  // nor the scaling keeps it for backward).
-  at::Tensor scores =
-      at::matmul(q, keys.transpose(-2, -1)).mul_(1.0 / std::sqrt(static_cast<double>(d)));
-  scores.add_(MaskBias(t, inputs.segment_ids, scores.options()));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  at::Tensor scores;
+  if (FoldsScaleIntoGemm(q)) {
+    // scores = scale·(q·kᵀ) + causal bias in one batched GEMM (baddbmm: alpha = scale, beta = 1
+    // over the [T, T] bias broadcast to every head): no separate pass over B x H x T x T to scale
+    // or to mask, forward or backward (autograd scales q·kᵀ's two [T, D]-sized gradients instead
+    // of the [T, T] one). The GEMM keeps its two operands for backward, as the matmul below does.
+    const int64_t batch = q.size(0);
+    const at::Tensor q3 = q.reshape({batch * heads, t, d});
+    const at::Tensor kt3 = keys.transpose(-2, -1).reshape({batch * heads, d, t});
+    scores = at::baddbmm(CausalBias(t, q.options()), q3, kt3, /*beta=*/1.0, /*alpha=*/scale)
+                 .view({batch, heads, t, t});
+  } else {
+    // The scaled matmul's output is updated in place: neither the matmul nor the scaling keeps
+    // it for backward, so no second scores-sized tensor exists.
+    scores = at::matmul(q, keys.transpose(-2, -1)).mul_(scale);
+    scores.add_(CausalBias(t, scores.options()));
+  }
+  // The bias holds 0 or -inf: s + 0 = s and s + -inf = -inf, so the values are those of a
+  // masked_fill, and softmax gives the hidden positions probability 0, so the gradients are too
+  // (one vectorised pass, no bool mask kept for backward). Packed rows add the other-document
+  // bias in place.
+  if (inputs.segment_ids.defined()) {
+    scores.add_(OtherDocumentBias(inputs.segment_ids, scores.options()));
+  }
   at::Tensor probs;
   if (scores.scalar_type() == at::kBFloat16 && v.scalar_type() == at::kBFloat16) {
     // bf16 scores (autocast, bf16 parameters): LibTorch's CPU softmax kernel accumulates bf16 in
