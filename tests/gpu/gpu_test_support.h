@@ -5,11 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/env/cuda_probe.h"
+#include "core/results/loss_verification.h"
 #include "support/run_configs.h"
+#include "support/tolerances.h"
 
 namespace memsweep::testing_support {
 
@@ -32,16 +36,23 @@ inline config::RunConfig CpuRun(int64_t steps, std::vector<std::string> override
   return TinyRun(steps, std::move(overrides));
 }
 
-// |a - b| <= rtol * |b| for every step's loss.
+// |a - b| <= rtol(step) * |b| for every step's loss.
 inline void ExpectLossesClose(const train::RunResult& actual, const train::RunResult& expected,
-                              double first_step_rtol, double later_rtol) {
+                              const std::function<double(int64_t)>& rtol) {
   ASSERT_EQ(actual.steps.size(), expected.steps.size());
   for (size_t i = 0; i < actual.steps.size(); ++i) {
-    const double rtol = i == 0 ? first_step_rtol : later_rtol;
     EXPECT_NEAR(actual.steps[i].loss, expected.steps[i].loss,
-                rtol * std::abs(expected.steps[i].loss))
+                rtol(static_cast<int64_t>(i)) * std::abs(expected.steps[i].loss))
         << "step " << i;
   }
+}
+
+// Two fp32 runs of `cfg`'s shape doing the same arithmetic in another order (cuBLAS and the CPU's
+// BLAS block their sums differently; TF32 is off for matmuls by LibTorch's default):
+// TrajectoryTolerance (support/tolerances.h).
+inline std::function<double(int64_t)> SameArithmetic(const config::RunConfig& cfg) {
+  const int64_t path = StepPathTerms(cfg);
+  return [path](int64_t step) { return TrajectoryTolerance(step, path, kFp32Roundoff); };
 }
 
 }  // namespace memsweep::testing_support

@@ -2,12 +2,18 @@
 // through the experiment-file path (so the built-in plugins fill every slot).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/config/run_config_loader.h"
 #include "core/config/strategy_resolver.h"
 #include "core/train/trainer.h"
+#include "support/tolerances.h"
 
 namespace memsweep::testing_support {
 
@@ -33,6 +39,31 @@ inline std::vector<double> Losses(const train::RunResult& result) {
   std::vector<double> losses;
   for (const auto& step : result.steps) losses.push_back(step.loss);
   return losses;
+}
+
+// The rounding path of one optimizer step of `cfg` (LlamaStepPathTerms): its model, its rows'
+// length and the tokens of a step (rows × accumulation, padding included: an upper bound).
+inline int64_t StepPathTerms(const config::RunConfig& cfg) {
+  const data::DataConfig data = config::EffectiveDataConfig(cfg);
+  return LlamaStepPathTerms(cfg.model.llama, data.seq_len,
+                            data.seq_len * data.micro_batch_size * data.accumulation_steps);
+}
+
+// Two fp32 runs of `cfg`'s shape that do the same arithmetic in another order follow each other:
+// step i within TrajectoryTolerance(i, the larger run's StepPathTerms, u32) relative.
+inline void ExpectSameTrajectory(const std::vector<double>& actual,
+                                 const std::vector<double>& expected, int64_t step_path_terms,
+                                 const std::string& what = "") {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  double worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double rel = TrajectoryTolerance(static_cast<int64_t>(i), step_path_terms, kFp32Roundoff);
+    const double deviation = std::abs(actual[i] - expected[i]) / std::abs(expected[i]);
+    worst = std::max(worst, deviation / rel);
+    EXPECT_LE(deviation, rel) << what << " step " << i << ": " << actual[i] << " vs "
+                              << expected[i] << ", relative tolerance " << rel;
+  }
+  std::printf("%s largest relative deviation / tolerance: %.3g\n", what.c_str(), worst);
 }
 
 inline train::RunResult Train(const config::RunConfig& cfg) {

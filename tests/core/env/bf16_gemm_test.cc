@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "support/run_configs.h"
+#include "support/tolerances.h"
 
 namespace memsweep::env::bf16_gemm_test {
 namespace {
@@ -87,19 +88,23 @@ TEST_F(Bf16GemmTest, NativeRestoresLibTorchsKernelsAndOtherDtypesAreUntouched) {
 }
 
 // Against a float64 reference of the same bf16 inputs: the fp32 sum of k products is off by at
-// most k·u32·Σ|a||b| (u32 = 2^-24), and the one rounding to bf16 adds at most u_bf16 = 2^-8 of
-// the result. The bound holds on any CPU: it does not depend on the kernel's blocking.
+// most γ_k·Σ|a||b| (u32 = 2^-24), and the one rounding to bf16 adds at most u_bf16 = 2^-8 of the
+// result (support/tolerances.h, ProductErrorBound). The bound holds on any CPU: it does not
+// depend on the kernel's blocking. It holds for the path `auto` picks here as well (native,
+// oneDNN's fp32-accumulating bf16 GEMM, where the CPU has AMX; upcast elsewhere).
 TEST_F(Bf16GemmTest, UpcastErrorStaysWithinTheArithmeticBound) {
-  UseBf16Gemm(Bf16Gemm::kUpcast);
   const int64_t k = 512;
   const at::Tensor a = Bf16({128, k}), b = Bf16({k, 64});
   const at::Tensor exact = at::mm(a.to(at::kDouble), b.to(at::kDouble));
   const at::Tensor magnitude = at::mm(a.to(at::kDouble).abs(), b.to(at::kDouble).abs());
-  const at::Tensor error = (at::mm(a, b).to(at::kDouble) - exact).abs();
-  const at::Tensor bound = k * std::ldexp(1.0, -24) * magnitude +
-                           std::ldexp(1.0, -8) * (exact.abs() + k * std::ldexp(1.0, -24) * magnitude);
-  EXPECT_TRUE((error <= bound).all().item<bool>())
-      << "worst excess " << (error - bound).max().item<double>();
+  const at::Tensor bound = testing_support::ProductErrorBound(
+      magnitude, exact, k, testing_support::kFp32Roundoff, testing_support::kBf16Roundoff);
+  for (const Bf16Gemm gemm : {Bf16Gemm::kUpcast, ChooseBf16Gemm(Bf16GemmSetting::kAuto)}) {
+    UseBf16Gemm(gemm);
+    const at::Tensor error = (at::mm(a, b).to(at::kDouble) - exact).abs();
+    EXPECT_TRUE((error <= bound).all().item<bool>())
+        << Bf16GemmName(gemm) << ": worst excess " << (error - bound).max().item<double>();
+  }
 }
 
 TEST_F(Bf16GemmTest, AutoIsNativeOnlyWhereAmxIsUsableAndTheRunRecordsThePath) {

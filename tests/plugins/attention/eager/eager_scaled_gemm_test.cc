@@ -13,6 +13,7 @@
 #include <string>
 
 #include "attention/eager/eager_attention.h"
+#include "support/tolerances.h"
 
 namespace memsweep {
 namespace {
@@ -92,7 +93,7 @@ TEST(EagerScaledGemmTest, PowerOfTwoScalesMatchTheOpByOpFormBitwise) {
 // covers it.
 TEST(EagerScaledGemmTest, OtherScalesDifferByOneRounding) {
   const Outputs a = Attend(true, 48, false, Mode::kFp32), b = Attend(false, 48, false, Mode::kFp32);
-  const double u = std::ldexp(1.0, -24);  // fp32 unit roundoff
+  const double u = testing_support::kFp32Roundoff;
   EXPECT_LE((a.out - b.out).abs().max().item<double>(), 64 * u * b.out.abs().max().item<double>());
   EXPECT_LE((a.dq - b.dq).abs().max().item<double>(), 64 * u * b.dq.abs().max().item<double>());
 }

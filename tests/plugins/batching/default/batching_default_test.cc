@@ -14,13 +14,12 @@ using testing_support::Train;
 // The loss is normalised over the real tokens of the whole effective batch, not averaged per
 // micro-batch: 16 rows at once and 16 micro-batches of one row give the same updates.
 TEST(BatchingDefaultTest, SixteenByOneEqualsOneBySixteen) {
-  const auto whole = Losses(Train(TinyRun(3, {"strategies.batching.micro_batch_size=16"})));
+  const config::RunConfig whole_run = TinyRun(3, {"strategies.batching.micro_batch_size=16"});
+  const auto whole = Losses(Train(whole_run));
   const auto split = Losses(Train(TinyRun(3, {"strategies.batching.micro_batch_size=1",
                                               "strategies.batching.accumulation_steps=16"})));
   ASSERT_EQ(whole.size(), 3u);
-  for (size_t i = 0; i < whole.size(); ++i) {
-    EXPECT_NEAR(split[i], whole[i], 1e-5 * whole[i]) << "step " << i;
-  }
+  testing_support::ExpectSameTrajectory(split, whole, testing_support::StepPathTerms(whole_run));
 }
 
 TEST(BatchingDefaultTest, ConfiguresTheBatchShape) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/config/config_error.h"
+#include "core/results/loss_verification.h"
 #include "support/run_configs.h"
 
 namespace memsweep {
@@ -20,8 +21,14 @@ TEST(Bf16AutocastTest, TrainsCloseToFp32WithSmallerSavedActivations) {
   const train::RunResult fp32_run = Train(TinyRun(4, shape));
   const train::RunResult bf16_run = Train(TinyRun(4, bf16));
   ASSERT_EQ(bf16_run.status, train::RunStatus::kOk) << bf16_run.error;
+  // bf16 against fp32 is not the same arithmetic reordered: the loss moves with the bf16
+  // rounding of the logits, whose scale the losses do not reveal (at step 0, logits near 0,
+  // ~1e-6 here; later ~1e-4), so no rounding bound follows from the losses alone. The runs are
+  // held to memsweep's definition of "approximately the same training", the tolerance its
+  // verification calls `close` (docs/results.md, "Tolerances").
+  const double close = results::ApproximateTolerance("bfloat16").value();
   for (size_t i = 0; i < fp32_run.steps.size(); ++i) {
-    EXPECT_NEAR(bf16_run.steps[i].loss, fp32_run.steps[i].loss, 0.02 * fp32_run.steps[i].loss)
+    EXPECT_NEAR(bf16_run.steps[i].loss, fp32_run.steps[i].loss, close * fp32_run.steps[i].loss)
         << "step " << i;
     EXPECT_NE(bf16_run.steps[i].loss, fp32_run.steps[i].loss) << "bf16 should change the math";
   }

@@ -11,6 +11,7 @@
 #include "attention/eager/eager_attention.h"
 #include "core/memory/storage_bytes.h"
 #include "core/model/llama.h"
+#include "core/results/loss_verification.h"
 #include "core/train/adamw.h"
 #include "precision/bf16/master_weights.h"
 #include "support/run_configs.h"
@@ -230,11 +231,15 @@ TEST(Bf16PrecisionTest, SdkDefaultsHandOverParametersAndRefuseMasters) {
   }
 }
 
-// Documented in plugins/precision/bf16/README.md: within 2% of fp32 for the first 5 steps on
-// tiny, and clearly learning over 20 steps (the mean of the last 5 losses below 0.8x the first).
+// Documented in plugins/precision/bf16/README.md: close to fp32 for the first 5 steps on tiny,
+// and clearly learning over 20 steps (the mean of the last 5 losses below 0.8x the first).
+// "Close" is memsweep's definition of approximately the same training, the tolerance its
+// verification calls `close` (docs/results.md): bf16 parameters against fp32 ones is no
+// reordering of the same arithmetic, and the losses alone give no rounding bound for it (the
+// loss moves with the bf16 rounding of the logits, whose scale the losses do not reveal).
 TEST(Bf16PrecisionTest, LossDecreasesAndStaysNearFp32EarlyOn) {
   constexpr int kSteps = 20, kEarlySteps = 5;
-  constexpr double kEarlyRelativeTolerance = 0.02;
+  const double kEarlyRelativeTolerance = results::ApproximateTolerance("bfloat16").value();
   const train::RunResult fp32 = Train(TinyRun(kSteps, WithPrecision("fp32")));
   const train::RunResult bf16 = Train(TinyRun(kSteps, WithPrecision("bf16")));
   ASSERT_EQ(bf16.status, train::RunStatus::kOk) << bf16.error;
