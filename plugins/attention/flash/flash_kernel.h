@@ -15,16 +15,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "flash_geometry.h"
 #include "flash_tile_ops.h"
 #include "flash_varlen.h"
 
 namespace memsweep::plugins::flash {
-
-// Query rows and key rows per tile; 0 = chosen from the L2 cache size (ResolveTileSizes).
-struct TileSizes {
-  int64_t q_tile = 0;
-  int64_t k_tile = 0;
-};
 
 // Largest power-of-two tiles (from 128 down to 16) whose backward working set — the fp32 tile
 // buffers of one thread — fits in half of the L2 cache (sysconf; 1 MiB when unknown). Explicit

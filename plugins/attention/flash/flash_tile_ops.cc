@@ -1,13 +1,23 @@
 #include "flash_tile_ops.h"
 
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/Version.h>
+#include <c10/util/BFloat16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
-// Vector-typed helpers are always inlined into the ISA's functions and take vectors by
+#include "flash_geometry.h"
+#include "flash_varlen.h"
+
+// Each ISA's block holds the tile operations and the whole kernel (flash_kernel_isa.inc), so the
+// kernel's own loops are compiled for the ISA too. Vector-typed helpers are always inlined into
+// the ISA's functions and take vectors by
 // reference, so the ABI of a vector argument never matters.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -24,6 +34,10 @@ namespace avx512 {
 constexpr Isa kIsa = Isa::kAvx512;
 constexpr int kVecLanes = 16, kRows = 4, kVecs = 4;
 #include "flash_tile_ops_isa.inc"
+#include "flash_kernel_isa.inc"
+constexpr TileOps kOps = {kIsa,          GemmNN,          GemmTN,     OnlineSoftmaxStep,
+                          ProbabilitiesFromScores, ScoreGradient, ExpInPlace, ForwardF32,
+                          ForwardBf16,   BackwardF32,     BackwardBf16};
 }  // namespace avx512
 #pragma GCC pop_options
 
@@ -34,6 +48,10 @@ namespace avx2 {
 constexpr Isa kIsa = Isa::kAvx2;
 constexpr int kVecLanes = 8, kRows = 6, kVecs = 2;
 #include "flash_tile_ops_isa.inc"
+#include "flash_kernel_isa.inc"
+constexpr TileOps kOps = {kIsa,          GemmNN,          GemmTN,     OnlineSoftmaxStep,
+                          ProbabilitiesFromScores, ScoreGradient, ExpInPlace, ForwardF32,
+                          ForwardBf16,   BackwardF32,     BackwardBf16};
 }  // namespace avx2
 #pragma GCC pop_options
 
@@ -42,6 +60,10 @@ namespace baseline {
 constexpr Isa kIsa = Isa::kBaseline;
 constexpr int kVecLanes = 4, kRows = 2, kVecs = 4;
 #include "flash_tile_ops_isa.inc"
+#include "flash_kernel_isa.inc"
+constexpr TileOps kOps = {kIsa,          GemmNN,          GemmTN,     OnlineSoftmaxStep,
+                          ProbabilitiesFromScores, ScoreGradient, ExpInPlace, ForwardF32,
+                          ForwardBf16,   BackwardF32,     BackwardBf16};
 }  // namespace baseline
 
 const char* IsaName(Isa isa) {

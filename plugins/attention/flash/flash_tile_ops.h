@@ -13,12 +13,17 @@
 //   ops.gemm_nn(m, n, k, a, lda, b, ldb, c, ldc, /*accumulate=*/true);  // c += a·b
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace memsweep::plugins::flash {
+
+struct Geometry;  // flash_geometry.h
+struct Sequence;  // flash_varlen.h
 
 constexpr int64_t kLanes = 16;  // tile rows are padded to multiples of this many floats
 
@@ -63,6 +68,18 @@ struct TileOps {
                          int64_t lddp, const float* delta, float scale);
   // Vectorised exp over n floats (n a multiple of kLanes), for tests: x ≤ −88 gives 0.
   void (*exp_in_place)(float* x, int64_t n);
+  // The whole kernel (flash_kernel_isa.inc) compiled for this ISA, for fp32 and bf16 inputs:
+  // FlashForward and FlashBackward (flash_kernel.h) call these.
+  using Forward = void (*)(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           at::Tensor& out, at::Tensor& lse,
+                           const std::vector<Sequence>& sequences, const Geometry& g);
+  using Backward = void (*)(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& out, const at::Tensor& lse,
+                            const at::Tensor& grad_out, at::Tensor& dq_partial, at::Tensor& dk,
+                            at::Tensor& dv, const std::vector<Sequence>& sequences,
+                            const Geometry& g);
+  Forward forward_f32, forward_bf16;
+  Backward backward_f32, backward_bf16;
 };
 
 // The operations for `isa` (kAuto: BestIsa()). Throws std::invalid_argument naming the ISAs
