@@ -50,19 +50,7 @@ results::QueryResult WithShortParams(results::QueryResult rows) {
 
 void PrintCells(const std::string& db_path, int64_t experiment_id) {
   results::ResultsDb db(db_path, results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult rows = db.Query(
-      "SELECT cell_index AS cell, repeat, status, params, "
-      "CASE WHEN status = 'ok' THEN printf('%.2f MiB', peak_allocated_bytes / 1048576.0) END "
-      "AS peak_allocated, "
-      "CASE WHEN status = 'ok' THEN printf('%.2f MiB', peak_reserved_bytes / 1048576.0) END "
-      "AS peak_reserved, "
-      "CASE WHEN status = 'ok' THEN printf('%.1f', tokens_per_s) END AS tokens_per_s, "
-      "CASE WHEN status = 'ok' THEN printf('%.4f', final_loss) END AS final_loss, "
-      "verdict, "
-      "substr(replace(error, char(10), ' '), 1, 60) AS error "
-      "FROM run_summary WHERE run_id IN (SELECT id FROM runs WHERE experiment_id = ?1) "
-      "ORDER BY cell_index, repeat",
-      {std::to_string(experiment_id)});
+  const results::QueryResult rows = db.CellOutcomes(experiment_id);
   std::cout << results::FormatTable(WithShortParams(rows));
 }
 

@@ -245,6 +245,29 @@ int64_t ResultsDb::ClaimRun(int64_t experiment_id, const CellInfo& cell, int64_t
   return run_id;
 }
 
+QueryResult ResultsDb::CellOutcomes(int64_t experiment_id) {
+  return Query(
+      "SELECT cell_index AS cell, repeat, status, params, "
+      "CASE WHEN status = 'ok' THEN printf('%.2f MiB', peak_allocated_bytes / 1048576.0) END "
+      "AS peak_allocated, "
+      "CASE WHEN status = 'ok' THEN printf('%.2f MiB', peak_reserved_bytes / 1048576.0) END "
+      "AS peak_reserved, "
+      "CASE WHEN status = 'ok' THEN printf('%.1f', tokens_per_s) END AS tokens_per_s, "
+      "CASE WHEN status = 'ok' THEN printf('%.4f', final_loss) END AS final_loss, "
+      "verdict, "
+      "substr(replace(error, char(10), ' '), 1, 60) AS error "
+      "FROM run_summary WHERE run_id IN (SELECT id FROM runs WHERE experiment_id = ?1) "
+      "ORDER BY cell_index, repeat",
+      {std::to_string(experiment_id)});
+}
+
+void ResultsDb::ReturnToPending(int64_t run_id) {
+  SqliteStatement update =
+      db_.Prepare("UPDATE runs SET status = 'pending', worker_pid = NULL WHERE id = ?1");
+  update.BindInt64(1, run_id);
+  update.Step();
+}
+
 void ResultsDb::FinishRun(int64_t run_id, RunStatus status, const std::string& error,
                           const nlohmann::json* result) {
   ImmediateTransaction transaction(db_);

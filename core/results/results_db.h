@@ -100,6 +100,13 @@ class ResultsDb {
   // and of the runs verified against it are recomputed in the same transaction.
   void FinishRun(int64_t run_id, RunStatus status, const std::string& error,
                  const nlohmann::json* result);
+  // Puts a claimed run back to 'pending' (its worker was stopped before it finished, e.g. by
+  // Ctrl-C): the next sweep runs the cell again, in the same row.
+  void ReturnToPending(int64_t run_id);
+  // One row per cell of the experiment, by cell_index then repeat, as `memsweep run` prints them:
+  // cell, repeat, status, params (JSON), peak_allocated, peak_reserved, tokens_per_s,
+  // final_loss (formatted, ok runs only), verdict, error (its first 60 characters, one line).
+  QueryResult CellOutcomes(int64_t experiment_id);
   // Every run of the experiment, by cell_index then repeat.
   std::vector<RunRow> Runs(int64_t experiment_id);
 

@@ -179,8 +179,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
         [&options] { return options.stop != nullptr && options.stop->load(); });
 
     if (exit.kind == CellExitKind::kInterrupted) {
-      db.Query("UPDATE runs SET status = 'pending', worker_pid = NULL WHERE id = ?1",
-               {std::to_string(run_id)});
+      db.ReturnToPending(run_id);
       summary.interrupted = true;
       break;
     }
