@@ -3,25 +3,29 @@
 // Every strategy gets the stage hooks (OnStageBegin / OnStageEnd) with a RunContext; each slot
 // adds the capability the training loop asks that slot for:
 //
-//   slot           interface              asked for
+//   slot           interface              asked for   (rows in hook order: SlotNames())
 //   allocator      AllocatorStrategy      the memory backend behind the tracking allocator
-//   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
-//   packing        PackingStrategy        the source of micro-batches (documents → rows)
-//   precision      PrecisionStrategy      the compute dtype; the tensors AdamW updates (hooks do
-//                                         autocast, casts, scaling)
-//   attention      AttentionStrategy      the attention core (AttentionFn)
-//   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
 //   sharding       ShardingStrategy       partitioning across ranks: may own the optimizer step
 //                                         (OwnsOptimizerStep / OptimizerStep, taking over the
 //                                         precision slot's master copies) and report the
 //                                         model state it holds (AddModelState), wrap the
 //                                         checkpointing slot's BlockRunner (WrapBlockRunner)
+//   precision      PrecisionStrategy      the compute dtype; the tensors AdamW updates (hooks do
+//                                         autocast, casts, scaling)
+//   packing        PackingStrategy        the source of micro-batches (documents → rows)
+//   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
+//   attention      AttentionStrategy      the attention core (AttentionFn)
+//   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
 //   callbacks      CallbackStrategy       stage hooks only; zero or more per run
 //
 // Every strategy may refuse the run's device (DeviceRefusal): the host asks at plan time, before
 // anything runs, and stops with the strategy's message (which names the alternative).
 //
-// Hooks run in slot order (as listed) at a stage's beginning and in reverse order at its end.
+// Hooks run in slot order (as listed: SlotNames(), the one source of it) at a stage's beginning
+// and in reverse order at its end. At the optimizer stage the host asks the sharding slot first:
+// if it owns the step, the precision slot hands its tensors over (HandOverOptimizerParameters)
+// to the sharding slot (AdoptOptimizerParameters); otherwise the precision slot names them
+// (OptimizerParameters) for the host's AdamW. tests/core/train/hook_order_test.cc pins all this.
 // Exceptions thrown by a strategy are caught by the host and reported with the plugin's name;
 // c10::OutOfMemoryError passes through as a budget OOM.
 #pragma once
