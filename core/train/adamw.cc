@@ -1,5 +1,7 @@
 #include "core/train/adamw.h"
 
+#include "memsweep/adamw_update.h"
+
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
@@ -16,21 +18,17 @@ AdamW::AdamW(std::vector<at::Tensor> params, AdamWOptions options)
 void AdamW::Step() {
   torch::NoGradGuard no_grad;
   ++step_;
-  const double bias1 = 1.0 - std::pow(options_.beta1, static_cast<double>(step_));
-  const double bias2 = 1.0 - std::pow(options_.beta2, static_cast<double>(step_));
+  const AdamWHyperparameters h{options_.lr, options_.beta1, options_.beta2, options_.eps,
+                               options_.weight_decay};
   for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor& p = params_[i];
+    const at::Tensor& p = params_[i];
     const at::Tensor& grad = p.grad();
     if (!grad.defined()) continue;
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = at::zeros_like(p, at::MemoryFormat::Contiguous);
       exp_avg_sq_[i] = at::zeros_like(p, at::MemoryFormat::Contiguous);
     }
-    p.mul_(1.0 - options_.lr * options_.weight_decay);
-    exp_avg_[i].mul_(options_.beta1).add_(grad, 1.0 - options_.beta1);
-    exp_avg_sq_[i].mul_(options_.beta2).addcmul_(grad, grad, 1.0 - options_.beta2);
-    const at::Tensor denom = (exp_avg_sq_[i].sqrt() / std::sqrt(bias2)).add_(options_.eps);
-    p.addcdiv_(exp_avg_[i], denom, -options_.lr / bias1);
+    AdamWUpdate(p, grad, exp_avg_[i], exp_avg_sq_[i], h, step_);
   }
 }
 

@@ -1,6 +1,6 @@
-// FlatAdamW: AdamW on one flat slice of parameters (a rank's partition), element for element the
-// host's train::AdamW (decoupled weight decay, bias correction), so that a sharded run follows
-// the same trajectory as the single-process one. The slice is updated in chunks of at most
+// FlatAdamW: AdamW on one flat slice of parameters (a rank's partition) through the SDK's
+// AdamWUpdate — the same arithmetic as the host's AdamW — so that a sharded run follows the same
+// trajectory as the single-process one. The slice is updated in chunks of at most
 // kFlatAdamWChunk elements, so the update's temporaries stay a few MiB however large the
 // partition (element-wise, so chunking changes no value).
 #pragma once
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "memsweep/adamw_update.h"
 #include "memsweep/strategy.h"
 
 namespace memsweep::sharding {
@@ -25,8 +26,7 @@ inline void FlatAdamWStep(at::Tensor& p, at::Tensor& grad, at::Tensor& exp_avg,
                           at::Tensor& exp_avg_sq, const OptimizerStepSpec& spec,
                           double grad_scale = 1.0) {
   torch::NoGradGuard no_grad;
-  const double bias1 = 1.0 - std::pow(spec.beta1, static_cast<double>(spec.step));
-  const double bias2 = 1.0 - std::pow(spec.beta2, static_cast<double>(spec.step));
+  const AdamWHyperparameters h{spec.lr, spec.beta1, spec.beta2, spec.eps, spec.weight_decay};
   const int64_t n = p.numel();
   for (int64_t begin = 0; begin < n; begin += kFlatAdamWChunk) {
     const int64_t length = std::min(kFlatAdamWChunk, n - begin);
@@ -36,13 +36,8 @@ inline void FlatAdamWStep(at::Tensor& p, at::Tensor& grad, at::Tensor& exp_avg,
     at::Tensor g = grad.narrow(0, begin, length);
     if (g.scalar_type() != at::kFloat) g = g.to(at::kFloat);
     if (grad_scale != 1.0) g.mul_(grad_scale);
-    at::Tensor m = exp_avg.narrow(0, begin, length);
-    at::Tensor v = exp_avg_sq.narrow(0, begin, length);
-    pc.mul_(1.0 - spec.lr * spec.weight_decay);
-    m.mul_(spec.beta1).add_(g, 1.0 - spec.beta1);
-    v.mul_(spec.beta2).addcmul_(g, g, 1.0 - spec.beta2);
-    const at::Tensor denom = v.sqrt().div_(std::sqrt(bias2)).add_(spec.eps);
-    pc.addcdiv_(m, denom, -spec.lr / bias1);
+    AdamWUpdate(pc, g, exp_avg.narrow(0, begin, length), exp_avg_sq.narrow(0, begin, length), h,
+                spec.step);
   }
 }
 
