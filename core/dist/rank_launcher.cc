@@ -1,57 +1,33 @@
 #include "core/dist/rank_launcher.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
+#include <memory>
 #include <optional>
-#include <sstream>
-#include <stdexcept>
+#include <string>
 
 #include "core/dist/rank_env.h"
+#include "core/process/child_process.h"
 
 namespace memsweep::dist {
 namespace {
 
 constexpr size_t kTailBytes = 1500;
 
-std::string Tail(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string all = text.str();
-  if (all.size() > kTailBytes) all = "..." + all.substr(all.size() - kTailBytes);
-  while (!all.empty() && (all.back() == '\n' || all.back() == ' ')) all.pop_back();
-  return all;
-}
-
-pid_t Spawn(const std::vector<std::string>& argv, const RankEnv& env, const std::string& err) {
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid != 0) return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-  for (const auto& [name, value] : RankVariables(env)) setenv(name.c_str(), value.c_str(), 1);
-  if (env.rank != 0) {
-    const int null_fd = open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) dup2(null_fd, STDOUT_FILENO);
-  }
-  const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv(args[0], args.data());
-  _exit(127);
+// Rank r: the rank variables in its environment, stderr to its own file, stdout discarded but for
+// rank 0's (the progress lines).
+std::unique_ptr<process::ChildProcess> StartRank(const std::vector<std::string>& argv,
+                                                 const RankEnv& env, const std::string& err) {
+  process::ChildOptions options;
+  const auto variables = RankVariables(env);
+  options.environment.assign(variables.begin(), variables.end());
+  options.stdout_mode = env.rank == 0 ? process::ChildOptions::Stdout::kInherit
+                                      : process::ChildOptions::Stdout::kDiscard;
+  options.stderr_path = err;
+  return std::make_unique<process::ChildProcess>(argv, options);
 }
 
 }  // namespace
@@ -75,50 +51,49 @@ std::vector<RankExit> LaunchRanks(const std::vector<std::string>& argv, int worl
   env.world_size = world_size;
   env.master_addr = "127.0.0.1";
   env.master_port = FreeTcpPort();
-  std::vector<pid_t> pids(static_cast<size_t>(world_size), -1);
+  std::vector<std::unique_ptr<process::ChildProcess>> ranks(static_cast<size_t>(world_size));
   std::vector<RankExit> exits(static_cast<size_t>(world_size));
   std::vector<size_t> finish_order;
   for (int r = 0; r < world_size; ++r) {
     env.rank = r;
     env.local_rank = r;
     exits[r].rank = r;
-    pids[r] = Spawn(argv, env, stderr_prefix + std::to_string(r) + ".stderr");
+    ranks[r] = StartRank(argv, env, stderr_prefix + std::to_string(r) + ".stderr");
   }
+  auto record = [&](size_t r, const process::ExitStatus& status) {
+    finish_order.push_back(r);
+    exits[r].signaled = status.signaled;
+    exits[r].signal = status.signal;
+    exits[r].code = status.code;
+  };
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> first_failure;
-  size_t running = pids.size();
+  std::vector<bool> done(ranks.size(), false);
+  size_t running = ranks.size();
   while (running > 0) {
-    for (size_t r = 0; r < pids.size(); ++r) {
-      if (pids[r] <= 0) continue;
-      int status = 0;
-      if (waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
-      pids[r] = -1;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (done[r]) continue;
+      const std::optional<process::ExitStatus> status = ranks[r]->Poll();
+      if (!status) continue;
+      done[r] = true;
       --running;
-      finish_order.push_back(r);
-      exits[r].signaled = WIFSIGNALED(status);
-      exits[r].signal = exits[r].signaled ? WTERMSIG(status) : 0;
-      exits[r].code = exits[r].signaled ? 0 : WEXITSTATUS(status);
+      record(r, *status);
       if (!exits[r].Ok() && !first_failure) first_failure = Clock::now();
     }
     if (running == 0) break;
     if (first_failure &&
         std::chrono::duration<double>(Clock::now() - *first_failure).count() > grace_seconds) {
-      for (size_t r = 0; r < pids.size(); ++r) {
-        if (pids[r] <= 0) continue;
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], nullptr, 0);
-        pids[r] = -1;
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        if (done[r]) continue;
+        record(r, ranks[r]->Kill());
         exits[r].killed_by_launcher = true;
-        exits[r].signaled = true;
-        exits[r].signal = SIGKILL;
-        finish_order.push_back(r);
       }
       break;
     }
     usleep(20000);
   }
   for (int r = 0; r < world_size; ++r) {
-    exits[r].stderr_tail = Tail(stderr_prefix + std::to_string(r) + ".stderr");
+    exits[r].stderr_tail = process::FileTail(stderr_prefix + std::to_string(r) + ".stderr", kTailBytes);
     std::remove((stderr_prefix + std::to_string(r) + ".stderr").c_str());
   }
   // Keep the finishing order: the first rank to fail is usually the cause.

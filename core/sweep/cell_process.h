@@ -16,8 +16,11 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/process/child_process.h"
 
 namespace memsweep::sweep {
 
@@ -43,7 +46,6 @@ class CellProcess {
   CellProcess(const std::vector<std::string>& argv, const std::string& stderr_path);
   // fork only: the child runs `body` and exits with its return value (1 if it throws).
   CellProcess(const std::function<int()>& body, const std::string& stderr_path);
-  ~CellProcess();
   CellProcess(const CellProcess&) = delete;
   CellProcess& operator=(const CellProcess&) = delete;
 
@@ -51,22 +53,17 @@ class CellProcess {
   // after a grace period) when `timeout_seconds` pass or `stop_requested()` turns true.
   CellExit Wait(double timeout_seconds, const std::function<void(const std::string&)>& on_line,
                 const std::function<bool()>& stop_requested);
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_->pid(); }
 
  private:
-  void Start(const std::function<void()>& in_child, const std::string& stderr_path);
-  void Kill();
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
+  static process::ChildOptions Options(const std::string& stderr_path);
+  std::unique_ptr<process::ChildProcess> child_;
   std::string stderr_path_;
 };
 
 // The path of the running memsweep binary (/proc/self/exe).
 std::string SelfExecutable();
 
-// Whether this process may fork a child that goes on running its code: it has one thread (a
-// forked child gets only the forking thread; an OpenMP pool or any other thread of the parent
-// would be missing, with its locks possibly held).
-bool ForkIsSafe();
+using process::ForkIsSafe;
 
 }  // namespace memsweep::sweep
