@@ -38,6 +38,20 @@ Layout LayoutOf(const at::Tensor& x, const at::Tensor& out) {
           x.stride(2), out.stride(0), out.stride(1), out.stride(2)};
 }
 
+// Calls row(table_offset, in_offset, out_offset) for every [b, h, t] row of D elements, rows of
+// one (b, t) on one thread: the tables' row is (b, t), the input's and output's by their strides.
+template <typename RowFn>
+void ForEachRow(const Layout& l, const RowFn& row) {
+  at::parallel_for(0, l.batch * l.seq, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+      const int64_t b = bt / l.seq, t = bt % l.seq;
+      for (int64_t h = 0; h < l.heads; ++h) {
+        row(bt * l.dim, b * l.xb + h * l.xh + t * l.xt, b * l.ob + h * l.oh + t * l.ot);
+      }
+    }
+  });
+}
+
 // out = round(round(x·c) + round(r·s)), r = rotate_half(x).
 template <typename T>
 void Forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, at::Tensor& out) {
@@ -48,25 +62,18 @@ void Forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, 
   const T* cp = cos.const_data_ptr<T>();
   const T* sp = sin.const_data_ptr<T>();
   T* op = out.data_ptr<T>();
-  at::parallel_for(0, l.batch * l.seq, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t bt = begin; bt < end; ++bt) {
-      const int64_t b = bt / l.seq, t = bt % l.seq;
-      const T* c = cp + bt * l.dim;
-      const T* s = sp + bt * l.dim;
-      for (int64_t h = 0; h < l.heads; ++h) {
-        const T* xr = xp + b * l.xb + h * l.xh + t * l.xt;
-        T* orow = op + b * l.ob + h * l.oh + t * l.ot;
-        for (int64_t i = 0; i < half; ++i) {  // r[i] = −x[i + half]
-          const M xc = Round<T>(M(xr[i]) * M(c[i]));
-          const M rs = Round<T>(-M(xr[i + half]) * M(s[i]));
-          orow[i] = static_cast<T>(xc + rs);
-        }
-        for (int64_t i = half; i < l.dim; ++i) {  // r[i] = x[i − half]
-          const M xc = Round<T>(M(xr[i]) * M(c[i]));
-          const M rs = Round<T>(M(xr[i - half]) * M(s[i]));
-          orow[i] = static_cast<T>(xc + rs);
-        }
-      }
+  ForEachRow(l, [&](int64_t table, int64_t in, int64_t out_row) {
+    const T *c = cp + table, *s = sp + table, *xr = xp + in;
+    T* orow = op + out_row;
+    for (int64_t i = 0; i < half; ++i) {  // r[i] = −x[i + half]
+      const M xc = Round<T>(M(xr[i]) * M(c[i]));
+      const M rs = Round<T>(-M(xr[i + half]) * M(s[i]));
+      orow[i] = static_cast<T>(xc + rs);
+    }
+    for (int64_t i = half; i < l.dim; ++i) {  // r[i] = x[i − half]
+      const M xc = Round<T>(M(xr[i]) * M(c[i]));
+      const M rs = Round<T>(M(xr[i - half]) * M(s[i]));
+      orow[i] = static_cast<T>(xc + rs);
     }
   });
 }
@@ -84,22 +91,15 @@ void Backward(const at::Tensor& grad, const at::Tensor& cos, const at::Tensor& s
   const T* cp = cos.const_data_ptr<T>();
   const T* sp = sin.const_data_ptr<T>();
   X* dp = dx.data_ptr<X>();
-  at::parallel_for(0, l.batch * l.seq, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t bt = begin; bt < end; ++bt) {
-      const int64_t b = bt / l.seq, t = bt % l.seq;
-      const T* c = cp + bt * l.dim;
-      const T* s = sp + bt * l.dim;
-      for (int64_t h = 0; h < l.heads; ++h) {
-        const T* g = gp + b * l.xb + h * l.xh + t * l.xt;
-        X* d = dp + b * l.ob + h * l.oh + t * l.ot;
-        for (int64_t i = 0; i < l.dim; ++i) {
-          const MX direct = Round<X>(static_cast<MX>(Round<T>(M(g[i]) * M(c[i]))));
-          // x[i] feeds r[i + half] (+) when i < half, r[i − half] (−) otherwise.
-          const int64_t j = i < half ? i + half : i - half;
-          const MX rotated = Round<X>(static_cast<MX>(Round<T>(M(g[j]) * M(s[j]))));
-          d[i] = static_cast<X>(direct + (i < half ? rotated : -rotated));
-        }
-      }
+  ForEachRow(l, [&](int64_t table, int64_t in, int64_t out_row) {
+    const T *c = cp + table, *s = sp + table, *g = gp + in;
+    X* d = dp + out_row;
+    for (int64_t i = 0; i < l.dim; ++i) {
+      const MX direct = Round<X>(static_cast<MX>(Round<T>(M(g[i]) * M(c[i]))));
+      // x[i] feeds r[i + half] (+) when i < half, r[i − half] (−) otherwise.
+      const int64_t j = i < half ? i + half : i - half;
+      const MX rotated = Round<X>(static_cast<MX>(Round<T>(M(g[j]) * M(s[j]))));
+      d[i] = static_cast<X>(direct + (i < half ? rotated : -rotated));
     }
   });
 }
