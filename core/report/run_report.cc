@@ -250,12 +250,18 @@ void WriteJsonFile(const std::string& path, const nlohmann::json& document) {
   const fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
   const fs::path temporary = target.string() + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << document.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+  try {
+    {
+      std::ofstream out(temporary);
+      out << document.dump(2) << "\n";
+      if (!out) throw std::runtime_error("cannot write " + temporary.string());
+    }
+    fs::rename(temporary, target);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);  // nothing half-written stays behind
+    throw;
   }
-  fs::rename(temporary, target);
 }
 
 }  // namespace memsweep::report

@@ -1,0 +1,65 @@
+// The run report: the JSON document and the summary table carry the run's own figures (checked
+// against the RunResult of a real tiny run and against the parameter bytes of the model), and
+// the JSON file is written whole or not at all.
+#include "core/report/run_report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/run_configs.h"
+
+namespace memsweep::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(RunReportTest, TheJsonCarriesTheRunsFigures) {
+  const config::RunConfig cfg = testing_support::TinyRun(3);
+  const train::RunResult r = testing_support::Train(cfg);
+  ASSERT_EQ(r.status, train::RunStatus::kOk) << r.error;
+  const nlohmann::json j = RunResultToJson(cfg, r);
+  EXPECT_EQ(j["status"], "ok");
+  ASSERT_EQ(j["steps"].size(), r.steps.size());
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    EXPECT_EQ(j["steps"][i]["loss"].get<double>(), r.steps[i].loss) << "step " << i;
+    EXPECT_EQ(j["steps"][i]["tokens"].get<int64_t>(), r.steps[i].tokens) << "step " << i;
+  }
+  EXPECT_EQ(j["memory"]["peak_allocated_bytes"].get<int64_t>(), r.memory.peak_allocated_bytes);
+  // fp32 parameters of the tiny preset: 4 bytes each.
+  EXPECT_EQ(j["memory"]["params_bytes"].get<int64_t>(),
+            4 * cfg.model.llama.ParameterCount());
+  EXPECT_EQ(j["summary"]["final_loss"].get<double>(), r.steps.back().loss);
+  EXPECT_EQ(j["config"]["experiment"]["name"], cfg.experiment.name);
+}
+
+TEST(RunReportTest, TheSummaryShowsStatusThroughputAndMemory) {
+  const config::RunConfig cfg = testing_support::TinyRun(2);
+  const train::RunResult r = testing_support::Train(cfg);
+  const std::string text = FormatRunSummary(cfg, r);
+  for (const char* part : {": ok", "tokens/s", "MFU", "peak allocated", "parameters"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " missing from\n" << text;
+  }
+}
+
+TEST(RunReportTest, WritesTheWholeFileOrNone) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("memsweep_report_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const nlohmann::json document = {{"status", "ok"}, {"figures", {1, 2, 3}}};
+  WriteJsonFile((dir / "nested" / "r.json").string(), document);
+  std::ifstream in(dir / "nested" / "r.json");
+  EXPECT_EQ(nlohmann::json::parse(in), document);
+  EXPECT_FALSE(fs::exists(dir / "nested" / "r.json.tmp"));
+  // A target that cannot be written (a directory of that name): an error, and no file appears.
+  fs::create_directories(dir / "taken.json");
+  EXPECT_ANY_THROW(WriteJsonFile((dir / "taken.json").string(), document));
+  EXPECT_TRUE(fs::is_directory(dir / "taken.json"));
+  EXPECT_FALSE(fs::exists(dir / "taken.json.tmp"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace memsweep::report
