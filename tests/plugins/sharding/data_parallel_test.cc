@@ -159,9 +159,13 @@ TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
 // and never hold all 4Ψ of them.
 constexpr int64_t kPeakNoiseBytes = 4096;
 
-TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
-  const fs::path dir = FreshTempDir("dp_formulas");
-  const fs::path file = WriteExperiment(dir, "formulas", R"toml(
+// Every sharding plugin at 2 and 4 ranks, two steps, `extra` TOML added; one row per rank:
+// plugin, world size, parameters, then `columns` (of run_ranks k).
+results::QueryResult RankRowsOfEveryShardingPlugin(const std::string& name,
+                                                   const std::string& extra,
+                                                   const std::string& columns) {
+  const fs::path dir = FreshTempDir("dp_" + name);
+  const fs::path file = WriteExperiment(dir, name, extra + R"toml(
 [matrix]
 "device.world_size" = [2, 4]
 "strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
@@ -169,14 +173,20 @@ TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
   const fs::path db = dir / "results.db";
   const auto out = RunMemsweep("run " + file.string() + " --db " + db.string() +
                                " --set experiment.steps=2 --set experiment.warmup_steps=0");
-  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_EQ(out.exit_code, 0) << out.output;
   results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult rows = read.Query(
+  results::QueryResult rows = read.Query(
       "SELECT json_extract(r.params_json, '$.\"strategies.sharding.plugin\"'), "
-      "json_extract(r.params_json, '$.\"device.world_size\"'), m.parameters, "
-      "k.params_bytes + k.grads_bytes + k.optimizer_bytes, k.peak_allocated_bytes "
-      "FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id");
-  ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4) << out.output;
+      "json_extract(r.params_json, '$.\"device.world_size\"'), m.parameters, " + columns +
+      " FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id");
+  EXPECT_EQ(rows.rows.size(), 2u * 4 + 4u * 4) << out.output;
+  return rows;
+}
+
+TEST(DataParallel, ModelStatePerRankFollowsTheZeroFormulas) {
+  const results::QueryResult rows = RankRowsOfEveryShardingPlugin(
+      "formulas", "", "k.params_bytes + k.grads_bytes + k.optimizer_bytes, k.peak_allocated_bytes");
+  ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4);
   std::map<std::pair<int, std::string>, int64_t> peak;  // highest over the ranks
   for (const auto& row : rows.rows) {
     auto& highest = peak[{std::stoi(*row[1]), *row[0]}];
@@ -291,25 +301,10 @@ plugin = "bf16"
 // zero3 16Ψ/N; ddp holds 2Ψ of bf16 parameters, 4Ψ of fp32 gradients on the masters at the update
 // and 12Ψ of optimizer state (precision/bf16's README). Within 2%, N = 2 and 4.
 TEST(DataParallel, MixedPrecisionModelStatePerRankFollowsTheZeroFormulas) {
-  const fs::path dir = FreshTempDir("dp_bf16_formulas");
-  const fs::path file = WriteExperiment(dir, "bf16_formulas", R"toml(
-[strategies.precision]
-plugin = "bf16"
-[matrix]
-"device.world_size" = [2, 4]
-"strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
-)toml");
-  const fs::path db = dir / "results.db";
-  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string() +
-                               " --set experiment.steps=2 --set experiment.warmup_steps=0");
-  ASSERT_EQ(out.exit_code, 0) << out.output;
-  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult rows = read.Query(
-      "SELECT json_extract(r.params_json, '$.\"strategies.sharding.plugin\"'), "
-      "json_extract(r.params_json, '$.\"device.world_size\"'), m.parameters, "
-      "k.params_bytes, k.grads_bytes, k.optimizer_bytes "
-      "FROM run_ranks k JOIN runs r ON r.id = k.run_id JOIN run_metrics m ON m.run_id = r.id");
-  ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4) << out.output;
+  const results::QueryResult rows = RankRowsOfEveryShardingPlugin(
+      "bf16_formulas", "[strategies.precision]\nplugin = \"bf16\"\n",
+      "k.params_bytes, k.grads_bytes, k.optimizer_bytes");
+  ASSERT_EQ(rows.rows.size(), 2u * 4 + 4u * 4);
   for (const auto& row : rows.rows) {
     const std::string plugin = *row[0];
     const double n = std::stod(*row[1]);
