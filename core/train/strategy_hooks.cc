@@ -2,6 +2,17 @@
 
 namespace memsweep::train {
 
+StrategyHooks::StrategyHooks(const StrategySet& strategies) : strategies_(strategies) {
+  for (const auto& active : strategies_) {
+    Slot slot{};
+    if (!ParseSlot(active.slot, slot)) {
+      throw PluginError("plugin '" + active.name + "' fills an unknown slot '" + active.slot + "'");
+    }
+    const ActiveStrategy*& first = by_slot_[static_cast<size_t>(slot)];
+    if (first == nullptr) first = &active;
+  }
+}
+
 void StrategyHooks::Begin(Stage stage, RunContext& context) const {
   const std::string what = std::string(StageName(stage)) + " (begin)";
   for (const auto& active : strategies_) {

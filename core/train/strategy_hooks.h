@@ -4,6 +4,7 @@
 // OOM passes through unchanged.
 #pragma once
 
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -19,7 +20,8 @@ class PluginError : public std::runtime_error {
 
 class StrategyHooks {
  public:
-  explicit StrategyHooks(const StrategySet& strategies) : strategies_(strategies) {}
+  // Finds each slot's strategy once (the first of its slot; callbacks have no capability).
+  explicit StrategyHooks(const StrategySet& strategies);
 
   void Begin(Stage stage, RunContext& context) const;
   void End(Stage stage, RunContext& context) const;
@@ -27,18 +29,17 @@ class StrategyHooks {
   // The strategy of `slot` as interface T, or PluginError if the slot is empty or the plugin
   // does not implement T.
   template <typename T>
-  std::pair<T*, const ActiveStrategy*> Get(const std::string& slot) const {
-    for (const auto& active : strategies_) {
-      if (active.slot != slot) continue;
-      if (auto* typed = dynamic_cast<T*>(active.impl.get())) return {typed, &active};
-      throw PluginError("plugin '" + active.name + "' does not implement the " + slot +
-                        " slot's interface");
-    }
-    throw PluginError("no plugin in slot '" + slot + "'");
+  std::pair<T*, const ActiveStrategy*> Get(Slot slot) const {
+    const ActiveStrategy* active = by_slot_[static_cast<size_t>(slot)];
+    if (active == nullptr) throw PluginError(std::string("no plugin in slot '") + SlotName(slot) + "'");
+    if (auto* typed = dynamic_cast<T*>(active->impl.get())) return {typed, active};
+    throw PluginError("plugin '" + active->name + "' does not implement the " + SlotName(slot) +
+                      " slot's interface");
   }
 
  private:
   const StrategySet& strategies_;
+  std::array<const ActiveStrategy*, static_cast<size_t>(Slot::kCallbacks) + 1> by_slot_{};
 };
 
 // Runs fn(); rethrows c10::OutOfMemoryError as is and anything else as PluginError naming the

@@ -180,7 +180,7 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   // on; on CUDA its settings were applied before CUDA initialised (Trainer::Run).
   stages.Begin(Stage::kEnvironment, -1);
   if (device.is_cpu()) {
-    auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>("allocator");
+    auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
     context.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
                                            [&] { return allocator->MakeBackend(); }));
   }
@@ -194,7 +194,7 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   state.model = model::LlamaModel(cfg.model.llama);
   if (!device.is_cpu()) state.model->to(device);
   context.model = state.model.get();
-  auto [attention, attention_plugin] = hooks.Get<AttentionStrategy>("attention");
+  auto [attention, attention_plugin] = hooks.Get<AttentionStrategy>(Slot::kAttention);
   model::AttentionFn attend =
       CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });
   const ActiveStrategy* attention_owner = attention_plugin;
@@ -204,10 +204,11 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
     return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
   });
   // The sharding slot wraps the checkpointing slot's runner (ZeRO-3 gathers around it).
-  auto [checkpointing, checkpointing_plugin] = hooks.Get<CheckpointingStrategy>("checkpointing");
+  auto [checkpointing, checkpointing_plugin] =
+      hooks.Get<CheckpointingStrategy>(Slot::kCheckpointing);
   model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",
                                          [&] { return checkpointing->MakeBlockRunner(); });
-  auto [sharding, sharding_plugin] = hooks.Get<ShardingStrategy>("sharding");
+  auto [sharding, sharding_plugin] = hooks.Get<ShardingStrategy>(Slot::kSharding);
   state.model->SetBlockRunner(CallPlugin(*sharding_plugin, "model", [&] {
     return sharding->WrapBlockRunner(std::move(runner));
   }));
@@ -216,10 +217,10 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   // data: the batching slot shapes the micro-batches, the packing slot fills them.
   stages.Begin(Stage::kData, -1);
   state.data = cfg.data;
-  auto [batching, batching_plugin] = hooks.Get<BatchingStrategy>("batching");
+  auto [batching, batching_plugin] = hooks.Get<BatchingStrategy>(Slot::kBatching);
   CallPlugin(*batching_plugin, "data", [&] { batching->ConfigureBatches(state.data); });
   result.data = state.data;
-  auto [packing, packing_plugin] = hooks.Get<PackingStrategy>("packing");
+  auto [packing, packing_plugin] = hooks.Get<PackingStrategy>(Slot::kPacking);
   state.batches = CallPlugin(*packing_plugin, "data", [&] {
     return packing->MakeBatchSource(state.data, cfg.experiment.seed);
   });
@@ -232,7 +233,7 @@ void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunS
   state.sharding = sharding;
   const bool sharded_step = CallPlugin(*sharding_plugin, "optimizer",
                                        [&] { return sharding->OwnsOptimizerStep(); });
-  auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
+  auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
   if (sharded_step) {
     // The precision slot's master copies (if any) move to the sharding slot, which keeps its
     // partition of them; the full copies are freed when this scope ends.
@@ -390,12 +391,12 @@ RunResult Trainer::Run() {
       result.plugins.push_back({active.slot, active.name, active.version, preserving});
     }
     const StrategyHooks hooks(strategies_);
-    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>("precision");
+    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
     compute_dtype = CallPlugin(*precision_plugin, "environment",
                                [&] { return precision->ComputeDtype(); });
     result.compute_dtype = ComputeDtypeName(compute_dtype);
     if (device.is_cuda()) {
-      auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>("allocator");
+      auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
       allocator_settings = CallPlugin(*allocator_plugin, "environment (allocator settings)",
                                       [&] { return allocator->DeviceAllocatorSettings(); });
     }
