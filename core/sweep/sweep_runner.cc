@@ -114,6 +114,41 @@ std::unique_ptr<CellProcess> StartWorker(const experiment::Cell& cell, const Wor
       stderr_path);
 }
 
+// The files of one cell's worker run, in the sweep's work folder.
+struct CellPaths {
+  fs::path cell, result, stderr_file, summary;
+  CellPaths(const fs::path& work, const std::string& hash)
+      : cell(work / (hash + ".toml")),
+        result(work / (hash + ".json")),
+        stderr_file(work / (hash + ".stderr")),
+        summary(work / (hash + ".txt")) {}
+};
+
+void Count(SweepSummary& summary, RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk: ++summary.ok; break;
+    case RunStatus::kOom: ++summary.oom; break;
+    case RunStatus::kTimeout: ++summary.timeout; break;
+    default: ++summary.failed; break;
+  }
+}
+
+// The cell's full result and summary stay beside the database for people to read; the worker's
+// other files go.
+void KeepResultAndClearWork(const CellPaths& paths, bool has_result, const fs::path& keep,
+                            const experiment::Cell& cell) {
+  if (has_result) {
+    const std::string stem = "cell" + std::to_string(cell.index) + "-" + cell.hash;
+    std::error_code error;
+    fs::create_directories(keep, error);
+    fs::rename(paths.result, keep / (stem + ".json"), error);
+    fs::rename(paths.summary, keep / (stem + ".txt"), error);
+  }
+  for (const fs::path* file : {&paths.cell, &paths.result, &paths.summary, &paths.stderr_file}) {
+    fs::remove(*file);
+  }
+}
+
 }  // namespace
 
 fs::path CellFilesDirectory(const std::string& db_path, const std::string& experiment) {
@@ -156,23 +191,17 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       progress.CellDone(0.0, /*ran=*/false);
       continue;
     }
-    const fs::path cell_file = work / (cell.hash + ".toml");
-    const fs::path result_file = work / (cell.hash + ".json");
-    const fs::path stderr_file = work / (cell.hash + ".stderr");
-    const fs::path summary_file = work / (cell.hash + ".txt");
-    fs::remove(result_file);
-    {
-      std::ofstream out(cell_file);
-      out << experiment::CellToToml(cell);
-    }
+    const CellPaths paths(work, cell.hash);
+    fs::remove(paths.result);
+    std::ofstream(paths.cell) << experiment::CellToToml(cell);
     const int64_t run_id = db.ClaimRun(summary.experiment_id, infos[i], getpid());
     const std::string label = cell.Describe();
     if (!options.progress_line) spdlog::info("[{}/{}] {}", i + 1, summary.cells, label);
     progress.CellStarted(static_cast<int64_t>(i), label);
 
-    const WorkerFiles files{cell_file.string(), plan.source, result_file.string(),
-                            summary_file.string()};
-    const auto child = StartWorker(cell, files, options, self, stderr_file.string());
+    const WorkerFiles files{paths.cell.string(), plan.source, paths.result.string(),
+                            paths.summary.string()};
+    const auto child = StartWorker(cell, files, options, self, paths.stderr_file.string());
     const CellExit exit = child->Wait(
         options.cell_timeout_seconds,
         [&progress](const std::string& line) { progress.WorkerLine(line); },
@@ -183,15 +212,10 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       summary.interrupted = true;
       break;
     }
-    const Outcome outcome = Judge(exit, result_file.string(), options.cell_timeout_seconds);
+    const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds);
     db.FinishRun(run_id, outcome.status, outcome.error,
                  outcome.result ? &*outcome.result : nullptr);
-    switch (outcome.status) {
-      case RunStatus::kOk: ++summary.ok; break;
-      case RunStatus::kOom: ++summary.oom; break;
-      case RunStatus::kTimeout: ++summary.timeout; break;
-      default: ++summary.failed; break;
-    }
+    Count(summary, outcome.status);
     progress.CellDone(exit.seconds, /*ran=*/true);
     const std::string status = results::RunStatusName(outcome.status);
     if (!options.progress_line || outcome.status != RunStatus::kOk) {
@@ -200,19 +224,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       spdlog::info("[{}/{}] {}{}{}", i + 1, summary.cells, status,
                    outcome.error.empty() ? "" : ": ", first_line);
     }
-    // The cell's full result and summary stay beside the database for people to read.
-    if (outcome.result) {
-      const fs::path keep = CellFilesDirectory(options.db_path, plan.name);
-      const std::string stem = "cell" + std::to_string(cell.index) + "-" + cell.hash;
-      std::error_code error;
-      fs::create_directories(keep, error);
-      fs::rename(result_file, keep / (stem + ".json"), error);
-      fs::rename(summary_file, keep / (stem + ".txt"), error);
-    }
-    fs::remove(cell_file);
-    fs::remove(result_file);
-    fs::remove(summary_file);
-    fs::remove(stderr_file);
+    KeepResultAndClearWork(paths, outcome.result.has_value(),
+                           CellFilesDirectory(options.db_path, plan.name), cell);
   }
   progress.Clear();
   std::error_code ignored;
