@@ -100,25 +100,12 @@ class PluginLibrary::Registrar final : public PluginRegistrar {
   StrategyFactory factory_;
 };
 
-std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path) {
-  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
-  lib->path_ = path;
-  boost::dll::fs::error_code error;
-  lib->library_.load(path, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now,
-                     error);
-  if (error) {
-    throw PluginLoadError(path + ": cannot load the library: " + error.message() + " (" +
-                          Str(dlerror()) + ")");
-  }
-  if (!lib->library_.has(MEMSWEEP_PLUGIN_ENTRY_SYMBOL)) {
-    throw PluginLoadError(path + ": not a memsweep plugin: it does not export " +
-                          std::string(MEMSWEEP_PLUGIN_ENTRY_SYMBOL) +
-                          " (define it with MEMSWEEP_PLUGIN from <memsweep/plugin.h>)");
-  }
-  auto entry = lib->library_.get<const MemsweepPluginInfo*()>(MEMSWEEP_PLUGIN_ENTRY_SYMBOL);
-  const MemsweepPluginInfo* info = entry();
-  if (info == nullptr) throw PluginLoadError(path + ": memsweep_plugin_info returned null");
+namespace {
 
+// Every way the plugin's info struct can disagree with this host, reported together: first the
+// ABI version and struct size (nothing else can be trusted without them), then the build
+// fingerprint, the slot, the name and the register function.
+void CheckCompatible(const std::string& path, const MemsweepPluginInfo* info) {
   std::vector<std::string> mismatches;
   if (info->abi_version != MEMSWEEP_PLUGIN_ABI_VERSION) {
     mismatches.push_back("ABI version: expected " + std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION) +
@@ -163,6 +150,61 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path) {
     for (const auto& m : mismatches) message += "\n  " + m;
     throw PluginLoadError(message + "\n  rebuild it against this memsweep's SDK");
   }
+}
+
+}  // namespace
+
+// Loads the library (RTLD_LOCAL, resolved now) and returns its info struct.
+const MemsweepPluginInfo* PluginLibrary::OpenEntry(const std::string& path) {
+  boost::dll::fs::error_code error;
+  library_.load(path, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, error);
+  if (error) {
+    throw PluginLoadError(path + ": cannot load the library: " + error.message() + " (" +
+                          Str(dlerror()) + ")");
+  }
+  if (!library_.has(MEMSWEEP_PLUGIN_ENTRY_SYMBOL)) {
+    throw PluginLoadError(path + ": not a memsweep plugin: it does not export " +
+                          std::string(MEMSWEEP_PLUGIN_ENTRY_SYMBOL) +
+                          " (define it with MEMSWEEP_PLUGIN from <memsweep/plugin.h>)");
+  }
+  auto entry = library_.get<const MemsweepPluginInfo*()>(MEMSWEEP_PLUGIN_ENTRY_SYMBOL);
+  const MemsweepPluginInfo* info = entry();
+  if (info == nullptr) throw PluginLoadError(path + ": memsweep_plugin_info returned null");
+  return info;
+}
+
+// Calls the plugin's register function, which hands over its strategy factory.
+void PluginLibrary::TakeFactory(const MemsweepPluginInfo* info) {
+  Registrar registrar;
+  char error_text[1024] = {0};
+  int status = 0;
+  try {
+    status = info->register_fn(
+        reinterpret_cast<MemsweepRegistrar*>(static_cast<PluginRegistrar*>(&registrar)),
+        error_text, sizeof error_text);
+  } catch (const std::exception& e) {
+    // The plugin broke the contract (an exception crossed the C boundary); report it anyway.
+    throw PluginLoadError(path_ + ": plugin '" + name_ +
+                          "' failed to register: its register function threw: " + e.what());
+  } catch (...) {
+    throw PluginLoadError(path_ + ": plugin '" + name_ +
+                          "' failed to register: its register function threw an exception");
+  }
+  if (status != 0) {
+    throw PluginLoadError(path_ + ": plugin '" + name_ + "' failed to register: " +
+                          (error_text[0] ? error_text : "no message"));
+  }
+  if (!registrar.factory_) {
+    throw PluginLoadError(path_ + ": plugin '" + name_ + "' registered no strategy factory");
+  }
+  factory_ = std::move(registrar.factory_);
+}
+
+std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path) {
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->path_ = path;
+  const MemsweepPluginInfo* info = lib->OpenEntry(path);
+  CheckCompatible(path, info);
   lib->name_ = info->name;
   lib->slot_ = info->slot;
   lib->version_ = Str(info->version);
@@ -176,29 +218,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path) {
     throw PluginLoadError(message);
   }
 
-  Registrar registrar;
-  char error_text[1024] = {0};
-  int status = 0;
-  try {
-    status = info->register_fn(
-        reinterpret_cast<MemsweepRegistrar*>(static_cast<PluginRegistrar*>(&registrar)),
-        error_text, sizeof error_text);
-  } catch (const std::exception& e) {
-    // The plugin broke the contract (an exception crossed the C boundary); report it anyway.
-    throw PluginLoadError(path + ": plugin '" + lib->name_ +
-                          "' failed to register: its register function threw: " + e.what());
-  } catch (...) {
-    throw PluginLoadError(path + ": plugin '" + lib->name_ +
-                          "' failed to register: its register function threw an exception");
-  }
-  if (status != 0) {
-    throw PluginLoadError(path + ": plugin '" + lib->name_ + "' failed to register: " +
-                          (error_text[0] ? error_text : "no message"));
-  }
-  if (!registrar.factory_) {
-    throw PluginLoadError(path + ": plugin '" + lib->name_ + "' registered no strategy factory");
-  }
-  lib->factory_ = std::move(registrar.factory_);
+  lib->TakeFactory(info);
   return lib;
 }
 

@@ -57,6 +57,8 @@ class PluginLibrary : public std::enable_shared_from_this<PluginLibrary> {
  private:
   PluginLibrary() = default;
   class Registrar;
+  const MemsweepPluginInfo* OpenEntry(const std::string& path);
+  void TakeFactory(const MemsweepPluginInfo* info);
 
   boost::dll::shared_library library_;
   std::string path_, name_, slot_, version_, description_;
