@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "core/env/bf16_gemm.h"
 #include "core/env/cuda_probe.h"
@@ -153,201 +154,259 @@ void MoveToDevice(data::Batch& batch, const c10::Device& device) {
   }
 }
 
-void RunStages(const config::RunConfig& cfg, const StrategySet& strategies, RunState& state,
-               MemoryProbe& probe, RunResult& result, const StepCallback& on_step,
-               Communicator* comm, HostPool* host_pool, memory::DeviceMeter& meter) {
-  const StrategyHooks hooks(strategies);
-  RunContext context;
-  context.config = &cfg;
-  context.comm = comm;
-  context.host_pool = host_pool;
-  const int rank = comm != nullptr ? comm->Rank() : 0;
-  const int world = comm != nullptr ? comm->WorldSize() : 1;
-  context.tracker = &memory::TrackingAllocator::Instance();
-  context.device = meter.Device();
-  context.device_memory = &meter;
-  const c10::Device device = meter.Device();
-  context.record = [&result](const std::string& name, double value) {
-    result.plugin_metrics[name] += value;
-  };
-  StepRecord* current_step = nullptr;  // the step being run, for record_step
-  context.record_step = [&current_step](const std::string& name, double value) {
-    if (current_step != nullptr) current_step->metrics[name] = value;
-  };
-  StageMarks stages(probe, hooks, context);
+// The run's stages in order, each a short method that opens with what the slots do there. One
+// object holds what the stages share: the config, the strategies (looked up by slot), the
+// RunContext the plugins see, the memory probe and the result being filled.
+class RunLoop {
+ public:
+  RunLoop(const config::RunConfig& cfg, const StrategySet& strategies, RunState& state,
+          MemoryProbe& probe, RunResult& result, const StepCallback& on_step, Communicator* comm,
+          HostPool* host_pool, memory::DeviceMeter& meter)
+      : cfg_(cfg),
+        hooks_(strategies),
+        state_(state),
+        probe_(probe),
+        result_(result),
+        on_step_(on_step),
+        comm_(comm),
+        device_(meter.Device()),
+        rank_(comm != nullptr ? comm->Rank() : 0),
+        world_(comm != nullptr ? comm->WorldSize() : 1),
+        stages_(probe, hooks_, context_) {
+    context_.config = &cfg;
+    context_.comm = comm;
+    context_.host_pool = host_pool;
+    context_.tracker = &memory::TrackingAllocator::Instance();
+    context_.device = device_;
+    context_.device_memory = &meter;
+    context_.record = [&result](const std::string& name, double value) {
+      result.plugin_metrics[name] += value;
+    };
+    context_.record_step = [this](const std::string& name, double value) {
+      if (current_step_ != nullptr) current_step_->metrics[name] = value;
+    };
+  }
 
+  void Run() {
+    Environment();
+    Model();
+    Data();
+    Optimizer();
+    StepTimer timer(device_);
+    for (int64_t step = 0; step < cfg_.experiment.steps; ++step) Step(step, timer);
+    stages_.Begin(Stage::kRunEnd, cfg_.experiment.steps);
+    stages_.End();
+  }
+
+ private:
   // environment: on the CPU the allocator slot's memory backend serves every tensor from here
   // on; on CUDA its settings were applied before CUDA initialised (Trainer::Run).
-  stages.Begin(Stage::kEnvironment, -1);
-  if (device.is_cpu()) {
-    auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
-    context.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
-                                           [&] { return allocator->MakeBackend(); }));
+  void Environment() {
+    stages_.Begin(Stage::kEnvironment, -1);
+    if (device_.is_cpu()) {
+      auto [allocator, allocator_plugin] = hooks_.Get<AllocatorStrategy>(Slot::kAllocator);
+      context_.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
+                                              [&] { return allocator->MakeBackend(); }));
+    }
+    result_.environment = env::DescribeEnvironment(device_);
+    stages_.End();
   }
-  result.environment = env::DescribeEnvironment(device);
-  stages.End();
 
-  // model: attention and block execution come from their slots.
-  stages.Begin(Stage::kModel, -1);
-  // Initialised on the CPU from the seed, then moved: the same weights on every device.
-  torch::manual_seed(cfg.experiment.seed);
-  state.model = model::LlamaModel(cfg.model.llama);
-  if (!device.is_cpu()) state.model->to(device);
-  context.model = state.model.get();
-  auto [attention, attention_plugin] = hooks.Get<AttentionStrategy>(Slot::kAttention);
-  model::AttentionFn attend =
-      CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });
-  const ActiveStrategy* attention_owner = attention_plugin;
-  state.model->SetAttention([attend, attention_owner](const at::Tensor& q, const at::Tensor& k,
-                                                      const at::Tensor& v,
-                                                      const model::AttentionInputs& inputs) {
-    return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
-  });
-  // The sharding slot wraps the checkpointing slot's runner (ZeRO-3 gathers around it).
-  auto [checkpointing, checkpointing_plugin] =
-      hooks.Get<CheckpointingStrategy>(Slot::kCheckpointing);
-  model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",
-                                         [&] { return checkpointing->MakeBlockRunner(); });
-  auto [sharding, sharding_plugin] = hooks.Get<ShardingStrategy>(Slot::kSharding);
-  state.model->SetBlockRunner(CallPlugin(*sharding_plugin, "model", [&] {
-    return sharding->WrapBlockRunner(std::move(runner));
-  }));
-  stages.End();
+  // model: attention and block execution come from their slots; the sharding slot wraps the
+  // checkpointing slot's block runner (ZeRO-3 gathers around it).
+  void Model() {
+    stages_.Begin(Stage::kModel, -1);
+    // Initialised on the CPU from the seed, then moved: the same weights on every device.
+    torch::manual_seed(cfg_.experiment.seed);
+    state_.model = model::LlamaModel(cfg_.model.llama);
+    if (!device_.is_cpu()) state_.model->to(device_);
+    context_.model = state_.model.get();
+    auto [attention, attention_plugin] = hooks_.Get<AttentionStrategy>(Slot::kAttention);
+    model::AttentionFn attend =
+        CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });
+    const ActiveStrategy* attention_owner = attention_plugin;
+    state_.model->SetAttention([attend, attention_owner](const at::Tensor& q, const at::Tensor& k,
+                                                         const at::Tensor& v,
+                                                         const model::AttentionInputs& inputs) {
+      return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
+    });
+    auto [checkpointing, checkpointing_plugin] =
+        hooks_.Get<CheckpointingStrategy>(Slot::kCheckpointing);
+    model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",
+                                           [&] { return checkpointing->MakeBlockRunner(); });
+    std::tie(sharding_, sharding_plugin_) = hooks_.Get<ShardingStrategy>(Slot::kSharding);
+    state_.model->SetBlockRunner(CallPlugin(*sharding_plugin_, "model", [&] {
+      return sharding_->WrapBlockRunner(std::move(runner));
+    }));
+    stages_.End();
+  }
 
   // data: the batching slot shapes the micro-batches, the packing slot fills them.
-  stages.Begin(Stage::kData, -1);
-  state.data = cfg.data;
-  auto [batching, batching_plugin] = hooks.Get<BatchingStrategy>(Slot::kBatching);
-  CallPlugin(*batching_plugin, "data", [&] { batching->ConfigureBatches(state.data); });
-  result.data = state.data;
-  auto [packing, packing_plugin] = hooks.Get<PackingStrategy>(Slot::kPacking);
-  state.batches = CallPlugin(*packing_plugin, "data", [&] {
-    return packing->MakeBatchSource(state.data, cfg.experiment.seed);
-  });
-  stages.End();
+  void Data() {
+    stages_.Begin(Stage::kData, -1);
+    state_.data = cfg_.data;
+    auto [batching, batching_plugin] = hooks_.Get<BatchingStrategy>(Slot::kBatching);
+    CallPlugin(*batching_plugin, "data", [&] { batching->ConfigureBatches(state_.data); });
+    result_.data = state_.data;
+    auto [packing, packing_plugin] = hooks_.Get<PackingStrategy>(Slot::kPacking);
+    state_.batches = CallPlugin(*packing_plugin, "data", [&] {
+      return packing->MakeBatchSource(state_.data, cfg_.experiment.seed);
+    });
+    stages_.End();
+  }
 
   // optimizer: AdamW over the tensors the precision slot names (the parameters, or master
-  // copies of them) — unless the sharding slot keeps (its share of) the state itself.
-  stages.Begin(Stage::kOptimizer, -1);
-  const config::OptimizerSection& o = cfg.optimizer;
-  state.sharding = sharding;
-  const bool sharded_step = CallPlugin(*sharding_plugin, "optimizer",
-                                       [&] { return sharding->OwnsOptimizerStep(); });
-  auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
-  if (sharded_step) {
-    // The precision slot's master copies (if any) move to the sharding slot, which keeps its
-    // partition of them; the full copies are freed when this scope ends.
-    std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
-      return precision->HandOverOptimizerParameters(state.model->parameters());
-    });
-    CallPlugin(*sharding_plugin, "optimizer", [&] {
-      sharding->AdoptOptimizerParameters(context, std::move(updated));
-    });
-  } else {
-    std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
-      return precision->OptimizerParameters(state.model->parameters());
-    });
-    state.optimizer = std::make_unique<AdamW>(
-        std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
-    context.optimizer = state.optimizer.get();
+  // copies of them) — unless the sharding slot owns the step and keeps (its share of) the state
+  // itself, taking the precision slot's tensors over.
+  void Optimizer() {
+    stages_.Begin(Stage::kOptimizer, -1);
+    const config::OptimizerSection& o = cfg_.optimizer;
+    state_.sharding = sharding_;
+    sharded_step_ = CallPlugin(*sharding_plugin_, "optimizer",
+                               [&] { return sharding_->OwnsOptimizerStep(); });
+    auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
+    if (sharded_step_) {
+      // The precision slot's master copies (if any) move to the sharding slot, which keeps its
+      // partition of them; the full copies are freed when this scope ends.
+      std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
+        return precision->HandOverOptimizerParameters(state_.model->parameters());
+      });
+      CallPlugin(*sharding_plugin_, "optimizer", [&] {
+        sharding_->AdoptOptimizerParameters(context_, std::move(updated));
+      });
+    } else {
+      std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
+        return precision->OptimizerParameters(state_.model->parameters());
+      });
+      state_.optimizer = std::make_unique<AdamW>(
+          std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
+      context_.optimizer = state_.optimizer.get();
+    }
+    state_.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg_.experiment.steps, o.min_lr_ratio};
+    RunState& state = state_;
+    probe_.SetModelStateFn([&state] { return MeasureModelState(state); });
+    stages_.End();
   }
-  state.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg.experiment.steps, o.min_lr_ratio};
-  probe.SetModelStateFn([&state] { return MeasureModelState(state); });
-  stages.End();
 
-  StepTimer timer(device);
-  for (int64_t step = 0; step < cfg.experiment.steps; ++step) {
+  // One optimizer step: its micro-batches, forward and backward for each, the update, the
+  // step's record.
+  void Step(int64_t step, StepTimer& timer) {
     timer.Start();
-    probe.ResetStepPeak();
+    probe_.ResetStepPeak();
     StepRecord record;
     record.step = step;
-    current_step = &record;
-    context.skip_optimizer_step = false;
+    current_step_ = &record;
+    context_.skip_optimizer_step = false;
+    std::vector<data::Batch> micro_batches = StepBegin(step, record);
+    for (size_t i = 0; i < micro_batches.size(); ++i) {
+      ForwardAndBackward(step, static_cast<int64_t>(i), micro_batches[i], record);
+    }
+    context_.micro_batch = -1;
+    OptimizerStep(step, record);
+    // step_end: gradients released, the step's figures recorded.
+    stages_.Begin(Stage::kStepEnd, step);
+    if (state_.optimizer) state_.optimizer->ZeroGrad();
+    record.loss = SumOverRanks(comm_, record.loss);  // each rank summed its share of the loss
+    record.seconds = timer.Stop();
+    record.peak_allocated_bytes = probe_.StepPeak();
+    current_step_ = nullptr;
+    result_.steps.push_back(record);
+    if (on_step_) on_step_(result_.steps.back());
+    stages_.End();
+  }
 
-    // step_begin: learning rate and this step's micro-batches. The loss of every micro-batch is
-    // divided by the real tokens of the whole step, so accumulation adds up to the full-batch loss.
-    // With N ranks the global batch is N x accumulation micro-batches, dealt round-robin: every
-    // rank reads them all (same seed, same order) and keeps micro-batches rank, rank + N, ...,
-    // so it knows the global token count without communicating.
-    stages.Begin(Stage::kStepBegin, step);
-    record.lr = state.schedule.At(step);
-    if (state.optimizer) state.optimizer->SetLearningRate(record.lr);
+  // step_begin: learning rate and this step's micro-batches. The loss of every micro-batch is
+  // divided by the real tokens of the whole step, so accumulation adds up to the full-batch loss.
+  // With N ranks the global batch is N x accumulation micro-batches, dealt round-robin: every
+  // rank reads them all (same seed, same order) and keeps micro-batches rank, rank + N, ...,
+  // so it knows the global token count without communicating.
+  std::vector<data::Batch> StepBegin(int64_t step, StepRecord& record) {
+    stages_.Begin(Stage::kStepBegin, step);
+    record.lr = state_.schedule.At(step);
+    if (state_.optimizer) state_.optimizer->SetLearningRate(record.lr);
     std::vector<data::Batch> micro_batches;
-    for (int64_t i = 0; i < state.data.accumulation_steps * world; ++i) {
-      data::Batch batch = state.batches->Next();
+    for (int64_t i = 0; i < state_.data.accumulation_steps * world_; ++i) {
+      data::Batch batch = state_.batches->Next();
       record.tokens += batch.real_tokens;
       record.positions += batch.positions;
       record.rows += batch.Rows();
-      if (i % world == rank) {
-        MoveToDevice(batch, device);
+      if (i % world_ == rank_) {
+        MoveToDevice(batch, device_);
         micro_batches.push_back(std::move(batch));
       }
     }
-    stages.End();
+    stages_.End();
+    return micro_batches;
+  }
 
-    for (size_t i = 0; i < micro_batches.size(); ++i) {
-      data::Batch& batch = micro_batches[i];
-      context.micro_batch = static_cast<int64_t>(i);
-      context.batch = &batch;
-      at::Tensor loss;
-      context.loss = &loss;
-
-      stages.Begin(Stage::kForward, step);
-      {
-        at::Tensor logits = state.model->forward(batch.input_ids, batch.position_ids,
-                                                 batch.segment_ids);
-        loss = model::NextTokenLoss(logits, batch.targets, record.tokens);
-      }
-      stages.End();
-
-      // The loss as computed, before a precision strategy's backward hook may scale it.
-      record.loss += loss.detach().item<double>();
-      stages.Begin(Stage::kBackward, step);
-      loss.backward();
-      loss = at::Tensor();
-      batch = data::Batch();
-      stages.End();
-      context.batch = nullptr;
-      context.loss = nullptr;
+  // forward and backward of one micro-batch: the precision slot's hooks cast or scale around
+  // them; the batch is released as soon as backward has run.
+  void ForwardAndBackward(int64_t step, int64_t index, data::Batch& batch, StepRecord& record) {
+    context_.micro_batch = index;
+    context_.batch = &batch;
+    at::Tensor loss;
+    context_.loss = &loss;
+    stages_.Begin(Stage::kForward, step);
+    {
+      at::Tensor logits = state_.model->forward(batch.input_ids, batch.position_ids,
+                                                batch.segment_ids);
+      loss = model::NextTokenLoss(logits, batch.targets, record.tokens);
     }
-    context.micro_batch = -1;
+    stages_.End();
+    // The loss as computed, before a precision strategy's backward hook may scale it.
+    record.loss += loss.detach().item<double>();
+    stages_.Begin(Stage::kBackward, step);
+    loss.backward();
+    loss = at::Tensor();
+    batch = data::Batch();
+    stages_.End();
+    context_.batch = nullptr;
+    context_.loss = nullptr;
+  }
 
-    stages.Begin(Stage::kOptimizerStep, step);
-    if (context.skip_optimizer_step) {
+  // optimizer_step: the update — the host's AdamW after clipping, or the sharding slot's own;
+  // skipped when a begin hook (fp16's overflow check) said so.
+  void OptimizerStep(int64_t step, StepRecord& record) {
+    stages_.Begin(Stage::kOptimizerStep, step);
+    if (context_.skip_optimizer_step) {
       record.skipped = true;  // the begin hooks found the gradients unusable (fp16 overflow)
       record.grad_norm = std::numeric_limits<double>::quiet_NaN();
-      if (sharded_step) {
+      if (sharded_step_) {
         // The sharding slot keeps reduced gradients of its own, which a skipped step would
         // carry into the next one.
         throw std::logic_error(
             "a precision strategy skipped this optimizer step, but the sharding slot owns the "
             "step and keeps its own gradients; use sharding \"none\" or \"ddp\" with it");
       }
-    } else if (sharded_step) {
+    } else if (sharded_step_) {
+      const config::OptimizerSection& o = cfg_.optimizer;
       const OptimizerStepSpec spec{record.lr, o.beta1,     o.beta2, o.eps,
                                    o.weight_decay, o.grad_clip, step + 1};
-      record.grad_norm = CallPlugin(*sharding_plugin, "optimizer_step",
-                                    [&] { return sharding->OptimizerStep(context, spec); });
+      record.grad_norm = CallPlugin(*sharding_plugin_, "optimizer_step",
+                                    [&] { return sharding_->OptimizerStep(context_, spec); });
     } else {
-      record.grad_norm = ClipGradNorm(state.optimizer->Parameters(), cfg.optimizer.grad_clip);
-      state.optimizer->Step();
+      record.grad_norm = ClipGradNorm(state_.optimizer->Parameters(), cfg_.optimizer.grad_clip);
+      state_.optimizer->Step();
     }
-    stages.End();
-
-    stages.Begin(Stage::kStepEnd, step);
-    if (state.optimizer) state.optimizer->ZeroGrad();
-    record.loss = SumOverRanks(comm, record.loss);  // each rank summed its share of the loss
-    record.seconds = timer.Stop();
-    record.peak_allocated_bytes = probe.StepPeak();
-    current_step = nullptr;
-    result.steps.push_back(record);
-    if (on_step) on_step(result.steps.back());
-    stages.End();
+    stages_.End();
   }
 
-  stages.Begin(Stage::kRunEnd, cfg.experiment.steps);
-  stages.End();
-}
+  const config::RunConfig& cfg_;
+  const StrategyHooks hooks_;
+  RunState& state_;
+  MemoryProbe& probe_;
+  RunResult& result_;
+  const StepCallback& on_step_;
+  Communicator* comm_;
+  const c10::Device device_;
+  const int rank_, world_;
+  RunContext context_;
+  StageMarks stages_;
+  StepRecord* current_step_ = nullptr;  // the step being run, for record_step
+  ShardingStrategy* sharding_ = nullptr;
+  const ActiveStrategy* sharding_plugin_ = nullptr;
+  bool sharded_step_ = false;
+};
 
 }  // namespace
 
@@ -461,8 +520,9 @@ RunResult Trainer::Run() {
     {
       RunState state;
       try {
-        RunStages(config_, strategies_, state, probe, result, on_step_, comm_, host_pool.get(),
-                  *meter);
+        RunLoop(config_, strategies_, state, probe, result, on_step_, comm_, host_pool.get(),
+                *meter)
+            .Run();
       } catch (const c10::OutOfMemoryError& e) {
         result.status = RunStatus::kOom;
         result.error = WithoutBacktrace(e);
