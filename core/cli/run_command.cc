@@ -78,7 +78,7 @@ int RunExperiment(const RunOptions& options) {
   sweep_options.stop = &g_stop;
   if (!options.exec_workers) {
     sweep_options.in_process_worker = [](const sweep::WorkerFiles& files) {
-      return RunWorker(WorkerOptions{files.cell, files.source, files.result, files.summary});
+      return RunWorker(files);
     };
   }
   InstallStopHandlers();

@@ -24,11 +24,11 @@ namespace {
 constexpr double kRankGraceSeconds = 10.0;
 
 config::RunConfig LoadCell(const WorkerOptions& options) {
-  std::ifstream in(options.cell_path);
-  if (!in) throw config::ConfigError(options.cell_path + ": cannot read the cell file");
+  std::ifstream in(options.cell);
+  if (!in) throw config::ConfigError(options.cell + ": cannot read the cell file");
   std::stringstream text;
   text << in.rdbuf();
-  const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell_path);
+  const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell);
   return config::RunConfigFromTable(cell.document, options.source);
 }
 
@@ -85,11 +85,11 @@ int RunCell(const WorkerOptions& options, const config::RunConfig& cfg,
       json["error"] = result.error;
     }
   }
-  if (rank == 0 && !options.summary_path.empty()) {
-    std::ofstream(options.summary_path) << report::FormatRunSummary(cfg, result);
+  if (rank == 0 && !options.summary.empty()) {
+    std::ofstream(options.summary) << report::FormatRunSummary(cfg, result);
   }
-  report::WriteJsonFile(rank == 0 ? options.result_path
-                                  : dist::RankResultPath(options.result_path, rank),
+  report::WriteJsonFile(rank == 0 ? options.result
+                                  : dist::RankResultPath(options.result, rank),
                         json);
   if (!result.error.empty()) std::cerr << result.error << "\n";
   if (rank_env) return result.status == train::RunStatus::kOk ? 0 : 1;
@@ -99,21 +99,21 @@ int RunCell(const WorkerOptions& options, const config::RunConfig& cfg,
 // device.world_size > 1 on one machine: the same worker command as N ranks (torchrun's
 // contract), then one result for the cell.
 int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) {
-  std::vector<std::string> argv = {sweep::SelfExecutable(), "worker", "--cell", options.cell_path,
-                                   "--source", options.source, "--result", options.result_path};
-  if (!options.summary_path.empty()) {
+  std::vector<std::string> argv = {sweep::SelfExecutable(), "worker", "--cell", options.cell,
+                                   "--source", options.source, "--result", options.result};
+  if (!options.summary.empty()) {
     argv.push_back("--summary");
-    argv.push_back(options.summary_path);
+    argv.push_back(options.summary);
   }
   const int world = cfg.device.world_size;
   for (int r = 0; r < world; ++r) {
-    std::remove((r == 0 ? options.result_path : dist::RankResultPath(options.result_path, r)).c_str());
+    std::remove((r == 0 ? options.result : dist::RankResultPath(options.result, r)).c_str());
   }
   const std::vector<dist::RankExit> exits =
-      dist::LaunchRanks(argv, world, options.result_path + ".rank", kRankGraceSeconds);
+      dist::LaunchRanks(argv, world, options.result + ".rank", kRankGraceSeconds);
   std::vector<nlohmann::json> rank_results;
   for (int r = 0; r < world; ++r) {
-    const std::string path = r == 0 ? options.result_path : dist::RankResultPath(options.result_path, r);
+    const std::string path = r == 0 ? options.result : dist::RankResultPath(options.result, r);
     rank_results.push_back(ReadJson(path));
     if (r != 0) std::remove(path.c_str());
   }
@@ -124,7 +124,7 @@ int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) 
   failed.status = train::RunStatus::kFailed;
   nlohmann::json merged = dist::MergeFailedGroup(exits, rank_results,
                                                  report::RunResultToJson(cfg, failed));
-  report::WriteJsonFile(options.result_path, merged);
+  report::WriteJsonFile(options.result, merged);
   std::cerr << merged.value("error", "") << "\n";
   return merged.value("status", "failed") == "oom" ? 0 : 1;
 }
@@ -138,7 +138,7 @@ int RunWorker(const WorkerOptions& options) {
     cfg = LoadCell(options);
     rank_env = dist::RankEnvFromEnvironment();
     if (rank_env && rank_env->world_size != cfg.device.world_size) {
-      throw config::ConfigError(options.cell_path + ": [device] world_size = " +
+      throw config::ConfigError(options.cell + ": [device] world_size = " +
                                 std::to_string(cfg.device.world_size) + " but " +
                                 rank_env->world_size_variable + "=" +
                                 std::to_string(rank_env->world_size) +
@@ -156,10 +156,10 @@ void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "worker", "Run one cell file (from plan --write-cells): the sweep's worker, or one rank "
                 "under torchrun/srun");
-  cmd->add_option("--cell", options.cell_path, "The cell's resolved TOML")->required();
+  cmd->add_option("--cell", options.cell, "The cell's resolved TOML")->required();
   cmd->add_option("--source", options.source, "The experiment file it came from")->required();
-  cmd->add_option("--result", options.result_path, "Where to write the result JSON")->required();
-  cmd->add_option("--summary", options.summary_path, "Where to write the summary table");
+  cmd->add_option("--result", options.result, "Where to write the result JSON")->required();
+  cmd->add_option("--summary", options.summary, "Where to write the summary table");
   cmd->callback([&options, &exit_code] { exit_code = RunWorker(options); });
 }
 

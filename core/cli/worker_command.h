@@ -19,14 +19,13 @@
 
 #include <string>
 
+#include "core/sweep/sweep_runner.h"
+
 namespace memsweep::cli {
 
-struct WorkerOptions {
-  std::string cell_path;
-  std::string source;
-  std::string result_path;
-  std::string summary_path;  // optional: the human-readable summary table
-};
+// The command's files: --cell, --source, --result and (optional) --summary, the human-readable
+// summary table. The sweep runner hands the same files to a forked worker.
+using WorkerOptions = sweep::WorkerFiles;
 
 void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code);
 

@@ -32,7 +32,8 @@ namespace memsweep::sweep {
 
 enum class Rerun : uint8_t { kNone, kFailed, kAll };
 
-// The files of one worker run: what `memsweep worker --cell --source --result --summary` takes.
+// The files of one worker run: what `memsweep worker --cell --source --result --summary` takes
+// (summary optional).
 struct WorkerFiles {
   std::string cell, source, result, summary;
 };

@@ -1,11 +1,9 @@
 #include "core/train/adamw.h"
 
-#include "memsweep/adamw_update.h"
-
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
-#include <cmath>
+#include "memsweep/adamw_update.h"
 
 namespace memsweep::train {
 

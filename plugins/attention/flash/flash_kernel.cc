@@ -2,12 +2,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/util/BFloat16.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
+#include <vector>
 
 #include "flash_tile_ops.h"
 
