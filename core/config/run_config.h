@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
 #include "core/env/bf16_gemm.h"
 #include "core/model/llama_config.h"
 #include "memsweep/plugin_params.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/config/run_config.h"
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
 #include "core/train/active_strategy.h"
 
 namespace memsweep::config {

@@ -1,4 +1,4 @@
-#include "core/data/batch_assembly.h"
+#include "memsweep/batch_assembly.h"
 
 #include <ATen/ATen.h>
 

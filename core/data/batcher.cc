@@ -1,9 +1,9 @@
-#include "core/data/batcher.h"
+#include "memsweep/batcher.h"
 
 #include <algorithm>
 #include <string>
 
-#include "core/data/batch_assembly.h"
+#include "memsweep/batch_assembly.h"
 #include "core/data/byte_tokenizer.h"
 #include "core/data/document_source.h"
 

@@ -1,5 +1,5 @@
 // Document loading: reads the training text named by a DataConfig (JSONL or plain text) into one
-// string per document, and DataError, the exception every data-loading problem is reported with.
+// string per document; problems are reported as DataError (memsweep/data_error.h).
 //
 //   DataConfig config;
 //   config.path = "experiments/data/devils-dictionary.jsonl";
@@ -11,18 +11,13 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
+#include "memsweep/data_error.h"
 
 namespace memsweep::data {
-
-class DataError : public std::runtime_error {
- public:
-  explicit DataError(const std::string& message) : std::runtime_error(message) {}
-};
 
 // Loads every document of `config.path`:
 //   kJsonl: each non-blank line is one JSON object; the document is its string `text_field`.

@@ -1,4 +1,4 @@
-#include "core/data/epoch_order.h"
+#include "memsweep/epoch_order.h"
 
 #include <numeric>
 #include <random>

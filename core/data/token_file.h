@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
 #include "core/data/document_source.h"  // DataError
 
 namespace memsweep::data {

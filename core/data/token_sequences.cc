@@ -1,4 +1,4 @@
-#include "core/data/token_sequences.h"
+#include "memsweep/token_sequences.h"
 
 #include <algorithm>
 #include <string>

@@ -65,6 +65,8 @@ TrackingAllocator& TrackingAllocator::Instance() {
   return *instance;
 }
 
+DeviceBudget& SimulatedDeviceBudget() { return TrackingAllocator::Instance(); }
+
 void KeepFreedPagesInTheHeap() {
   // glibc serves large requests (≥ 128 KiB, adapting up to 32 MiB) with a fresh mmap and gives
   // them back with munmap, and trims the heap's top: every training step would fault in and zero

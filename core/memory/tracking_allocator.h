@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/memory/memory_backend.h"
+#include "memsweep/memory_backend.h"
 
 namespace memsweep::memory {
 
@@ -57,7 +57,7 @@ struct MemoryCounters {
 // freed serve the next step instead of being unmapped and faulted in (and zeroed) again.
 void KeepFreedPagesInTheHeap();
 
-class TrackingAllocator final : public c10::Allocator {
+class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
  public:
   // The process-wide instance (installed or not).
   static TrackingAllocator& Instance();
@@ -81,16 +81,17 @@ class TrackingAllocator final : public c10::Allocator {
 
   // Device budget in bytes; nullopt = unlimited.
   void SetBudget(std::optional<int64_t> budget_bytes);
-  std::optional<int64_t> Budget() const;
-  // Called by backends before they reserve nbytes more from the device: throws
-  // c10::OutOfMemoryError (and records the OOM event) when the budget would be exceeded.
-  void Charge(int64_t nbytes, int64_t requested_bytes) const;
-  void Uncharge(int64_t nbytes) const;
+  std::optional<int64_t> Budget() const override;
+  // DeviceBudget: called by backends before they reserve nbytes more from the device (throws
+  // c10::OutOfMemoryError and records the OOM event when the budget would be exceeded), and
+  // after they gave bytes back.
+  void Charge(int64_t nbytes, int64_t requested_bytes) const override;
+  void Uncharge(int64_t nbytes) const override;
 
   int64_t AllocatedBytes() const { return allocated_.load(std::memory_order_relaxed); }
   int64_t PeakAllocatedBytes() const { return peak_.load(std::memory_order_relaxed); }
   int64_t WindowPeakBytes() const { return window_peak_.load(std::memory_order_relaxed); }
-  int64_t ReservedBytes() const { return reserved_.load(std::memory_order_relaxed); }
+  int64_t ReservedBytes() const override { return reserved_.load(std::memory_order_relaxed); }
   int64_t PeakReservedBytes() const { return peak_reserved_.load(std::memory_order_relaxed); }
   MemoryCounters Counters() const;
 

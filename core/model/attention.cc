@@ -1,4 +1,4 @@
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 
 #include <ATen/ATen.h>
 

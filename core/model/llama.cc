@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "core/data/batch.h"
+#include "memsweep/batch.h"
 #include "core/model/rotary.h"
 
 namespace memsweep::model {
@@ -64,10 +64,28 @@ at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const at::Tensor& cos,
   return h + Mlp(post_attention_norm_->forward(h));
 }
 
-at::Tensor RunBlockDirectly(DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+std::shared_ptr<Block> DecoderBlockImpl::Share() {
+  try {
+    return std::shared_ptr<Block>(shared_from_this(), this);
+  } catch (const std::bad_weak_ptr&) {
+    return {};
+  }
+}
+
+Block::~Block() = default;
+Model::~Model() = default;
+
+at::Tensor RunBlockDirectly(Block& block, const at::Tensor& x, const at::Tensor& cos,
                             const at::Tensor& sin, const AttentionInputs& inputs,
                             const AttentionFn& attention) {
-  return block.forward(x, cos, sin, inputs, attention);
+  return block.Forward(x, cos, sin, inputs, attention);
+}
+
+std::vector<Block*> LlamaModelImpl::Blocks() const {
+  std::vector<Block*> blocks;
+  blocks.reserve(blocks_.size());
+  for (const DecoderBlock& block : blocks_) blocks.push_back(block.ptr().get());
+  return blocks;
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config) : config_(config) {

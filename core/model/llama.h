@@ -20,8 +20,9 @@
 
 #include <vector>
 
-#include "core/model/attention.h"
 #include "core/model/llama_config.h"
+#include "memsweep/attention.h"
+#include "memsweep/model.h"
 
 namespace memsweep::model {
 
@@ -36,7 +37,7 @@ class RmsNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
-class DecoderBlockImpl : public torch::nn::Module {
+class DecoderBlockImpl : public torch::nn::Module, public Block {
  public:
   explicit DecoderBlockImpl(const LlamaConfig& config);
   // x: [B, T, hidden]; cos, sin: [B, 1, T, head_dim].
@@ -47,6 +48,14 @@ class DecoderBlockImpl : public torch::nn::Module {
   const LlamaConfig& config() const { return config_; }
   at::Tensor Mlp(const at::Tensor& x);
 
+  // Block (memsweep/model.h).
+  at::Tensor Forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                     const AttentionInputs& inputs, const AttentionFn& attention) override {
+    return forward(x, cos, sin, inputs, attention);
+  }
+  std::vector<at::Tensor> Parameters() const override { return parameters(); }
+  std::shared_ptr<Block> Share() override;
+
  private:
   LlamaConfig config_;
   RmsNorm input_norm_{nullptr}, post_attention_norm_{nullptr};
@@ -55,18 +64,7 @@ class DecoderBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderBlock);
 
-// Runs one decoder block; the checkpointing slot replaces it (e.g. to recompute in backward).
-using BlockRunner = std::function<at::Tensor(DecoderBlockImpl& block, const at::Tensor& x,
-                                             const at::Tensor& cos, const at::Tensor& sin,
-                                             const AttentionInputs& inputs,
-                                             const AttentionFn& attention)>;
-
-// block.forward(x, cos, sin, inputs, attention): keeps every activation for backward.
-at::Tensor RunBlockDirectly(DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
-                            const at::Tensor& sin, const AttentionInputs& inputs,
-                            const AttentionFn& attention);
-
-class LlamaModelImpl : public torch::nn::Module {
+class LlamaModelImpl : public torch::nn::Module, public Model {
  public:
   explicit LlamaModelImpl(const LlamaConfig& config);
   // input_ids, position_ids (and segment_ids, see AttentionInputs): [B, T] int64.
@@ -78,6 +76,10 @@ class LlamaModelImpl : public torch::nn::Module {
   void SetBlockRunner(BlockRunner runner) { block_runner_ = std::move(runner); }
   const LlamaConfig& config() const { return config_; }
   const std::vector<DecoderBlock>& blocks() const { return blocks_; }
+
+  // Model (memsweep/model.h).
+  std::vector<at::Tensor> Parameters() const override { return parameters(); }
+  std::vector<Block*> Blocks() const override;
 
  private:
   LlamaConfig config_;

@@ -136,7 +136,14 @@ void CheckCompatible(const std::string& path, const MemsweepPluginInfo* info) {
     mismatches.push_back("_GLIBCXX_USE_CXX11_ABI: expected " + std::to_string(host.cxx11_abi) +
                          ", found " + std::to_string(found.cxx11_abi));
   }
-  SlotNames();  // slots are checked below
+  if (Str(found.memsweep_version) != host.memsweep_version) {
+    mismatches.push_back("memsweep SDK version: expected " + Str(host.memsweep_version) +
+                         ", found " + Str(found.memsweep_version));
+  }
+  if (Str(found.sdk_hash) != host.sdk_hash) {
+    mismatches.push_back("SDK headers (hash): expected " + Str(host.sdk_hash) + ", found " +
+                         Str(found.sdk_hash) + " (built against other SDK headers)");
+  }
   Slot slot;
   if (info->slot == nullptr || !ParseSlot(info->slot, slot)) {
     std::string allowed;

@@ -44,7 +44,7 @@ bool PrecisionStrategy::SkipsSteps() const { return false; }
 bool ShardingStrategy::OwnsOptimizerStep() const { return false; }
 void ShardingStrategy::AdoptOptimizerParameters(RunContext& context,
                                                 std::vector<at::Tensor> updated) {
-  if (context.model == nullptr || !AreTheParameters(updated, context.model->parameters())) {
+  if (context.model == nullptr || !AreTheParameters(updated, context.model->Parameters())) {
     throw std::logic_error(
         "this sharding strategy owns the optimizer step but does not take the precision "
         "strategy's master copies (AdoptOptimizerParameters); use a precision that updates the "

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
 #include "core/env/environment.h"
 #include "core/memory/tracking_allocator.h"
 

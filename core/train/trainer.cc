@@ -173,10 +173,8 @@ class RunLoop {
         rank_(comm != nullptr ? comm->Rank() : 0),
         world_(comm != nullptr ? comm->WorldSize() : 1),
         stages_(probe, hooks_, context_) {
-    context_.config = &cfg;
     context_.comm = comm;
     context_.host_pool = host_pool;
-    context_.tracker = &memory::TrackingAllocator::Instance();
     context_.device = device_;
     context_.device_memory = &meter;
     context_.record = [&result](const std::string& name, double value) {
@@ -205,8 +203,9 @@ class RunLoop {
     stages_.Begin(Stage::kEnvironment, -1);
     if (device_.is_cpu()) {
       auto [allocator, allocator_plugin] = hooks_.Get<AllocatorStrategy>(Slot::kAllocator);
-      context_.tracker->SetBackend(CallPlugin(*allocator_plugin, "environment (memory backend)",
-                                              [&] { return allocator->MakeBackend(); }));
+      memory::TrackingAllocator::Instance().SetBackend(
+          CallPlugin(*allocator_plugin, "environment (memory backend)",
+                     [&] { return allocator->MakeBackend(); }));
     }
     result_.environment = env::DescribeEnvironment(device_);
     stages_.End();
@@ -280,7 +279,6 @@ class RunLoop {
       });
       state_.optimizer = std::make_unique<AdamW>(
           std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
-      context_.optimizer = state_.optimizer.get();
     }
     state_.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg_.experiment.steps, o.min_lr_ratio};
     RunState& state = state_;

@@ -11,7 +11,7 @@
 
 #include "attention/eager/eager_attention.h"
 #include "core/config/strategy_resolver.h"
-#include "core/data/batcher.h"
+#include "memsweep/batcher.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/model/llama.h"
 #include "core/train/lr_schedule.h"

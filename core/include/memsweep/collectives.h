@@ -36,7 +36,7 @@ class Communicator {
   virtual void Barrier() = 0;
   // In place: root's tensor ends as the element-wise sum over ranks; on the other ranks the
   // tensor's contents are unspecified afterwards (it may serve as scratch). Contiguous
-  // fp32/fp64/int64/bf16. Appended after Barrier so that the interface stays compatible.
+  // fp32/fp64/int64/bf16.
   virtual void ReduceSum(at::Tensor& tensor, int root) = 0;
 };
 

@@ -6,8 +6,12 @@
  * only then calls `register_fn` to obtain the C++ strategy factory (see plugin.h, which writes
  * all of this for you with MEMSWEEP_PLUGIN).
  *
- * The struct is append-only: new members go at the end, marked with the ABI version that added
- * them, and struct_size tells the host how much of it a plugin knows.
+ * The ABI is exact-match: the host loads a plugin only if it was built against the very SDK the
+ * host was built with — the same ABI version, memsweep version and SDK headers (a hash of their
+ * text), the same LibTorch, compiler and C++ library ABI (MemsweepBuildFingerprint). Nothing in
+ * the SDK is append-only; any change to an SDK header changes the hash, and plugins are rebuilt.
+ * abi_version and struct_size stay the first two members in every version, so the host reads them
+ * from any plugin, old or new, and refuses a mismatch before it reads anything else.
  */
 #ifndef MEMSWEEP_PLUGIN_ABI_H_
 #define MEMSWEEP_PLUGIN_ABI_H_
@@ -25,7 +29,10 @@ extern "C" {
 /* 3: CUDA devices: Strategy::DeviceRefusal, AllocatorStrategy::DeviceAllocatorSettings (new
  *    virtual functions) and RunContext's device, device_memory, skip_optimizer_step and
  *    record_step members. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 3u
+/* 4: exact-match ABI: the fingerprint adds the memsweep version and the SDK header hash; the
+ *    C++ types behind register_fn are only those of the SDK headers (RunContext without core
+ *    types; model::Model and model::Block instead of the model's classes). */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 4u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {
@@ -46,9 +53,11 @@ typedef struct MemsweepParamSpec {
 
 /* What the plugin was compiled against; must equal the host's exactly (C++ ABI). */
 typedef struct MemsweepBuildFingerprint {
-  const char* torch_version; /* TORCH_VERSION, e.g. "2.11.0" */
-  const char* compiler;      /* e.g. "gcc 12.2" */
-  int cxx11_abi;             /* _GLIBCXX_USE_CXX11_ABI */
+  const char* torch_version;    /* TORCH_VERSION, e.g. "2.11.0" */
+  const char* compiler;         /* e.g. "gcc 12.2" */
+  int cxx11_abi;                /* _GLIBCXX_USE_CXX11_ABI */
+  const char* memsweep_version; /* the SDK's memsweep version, e.g. "0.1.0" */
+  const char* sdk_hash;         /* SHA-256 (first 16 hex digits) of the SDK headers' text */
 } MemsweepBuildFingerprint;
 
 /* Opaque: a memsweep::PluginRegistrar* behind a C type. */

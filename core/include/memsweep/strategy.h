@@ -28,6 +28,10 @@
 // (OptimizerParameters) for the host's AdamW. tests/core/train/hook_order_test.cc pins all this.
 // Exceptions thrown by a strategy are caught by the host and reported with the plugin's name;
 // c10::OutOfMemoryError passes through as a budget OOM.
+//
+// These are C++ types shared with the host (vtables, std::function, at::Tensor): safe because
+// the ABI is exact-match — a plugin loads only into the memsweep built from the same SDK headers
+// with the same LibTorch, compiler and C++ library ABI (memsweep/plugin_abi.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -40,24 +44,16 @@
 #include <string>
 #include <vector>
 
-#include "core/data/batch_source.h"
-#include "core/data/data_config.h"
-#include "core/memory/memory_backend.h"
-#include "core/memory/tracking_allocator.h"
-#include "core/model/llama.h"
+#include "memsweep/batch_source.h"
 #include "memsweep/collectives.h"
+#include "memsweep/data_config.h"
 #include "memsweep/device_memory.h"
 #include "memsweep/host_pool.h"
+#include "memsweep/memory_backend.h"
+#include "memsweep/model.h"
 #include "memsweep/stage.h"
 
 namespace memsweep {
-
-namespace config {
-struct RunConfig;
-}
-namespace train {
-class AdamW;
-}
 
 enum class Slot : uint8_t {
   kAllocator,
@@ -77,10 +73,7 @@ bool ParseSlot(const std::string& name, Slot& slot);
 
 // What a strategy sees at a stage. Pointers are null where they do not apply yet.
 struct RunContext {
-  const config::RunConfig* config = nullptr;
-  model::LlamaModelImpl* model = nullptr;
-  train::AdamW* optimizer = nullptr;
-  memory::TrackingAllocator* tracker = nullptr;
+  model::Model* model = nullptr;  // from the model stage on
   int64_t step = -1;         // optimizer step, from 0
   int64_t micro_batch = -1;  // index within the step, for forward/backward
   data::Batch* batch = nullptr;
@@ -93,7 +86,7 @@ struct RunContext {
   // Host memory outside the device budget (offloaded state); always set.
   HostPool* host_pool = nullptr;
 
-  // ABI 3 (appended). Where the model, the batches and the activations live: cpu or cuda:N.
+  // Where the model, the batches and the activations live: cpu or cuda:N.
   // Strategies create their tensors with this device (e.g. at::zeros(n, p.options())).
   c10::Device device{c10::kCPU};
   // The allocator serving `device` (tracking allocator on cpu, CUDA caching allocator on cuda);
@@ -115,7 +108,7 @@ class Strategy {
   virtual void OnStageEnd(Stage stage, RunContext& context);
   // True when the strategy leaves the training math unchanged (loss-equivalence checks).
   virtual bool MathPreserving() const;
-  // ABI 3 (appended). Why this strategy cannot run on a device of this type ("" = it can), in
+  // Why this strategy cannot run on a device of this type ("" = it can), in
   // words that name the alternative: "a CPU kernel; on CUDA use plugin = \"sdpa\"". Asked at plan
   // time, after construction (so the answer may depend on the parameters).
   virtual std::string DeviceRefusal(c10::DeviceType device) const;
@@ -125,7 +118,7 @@ class AllocatorStrategy : public Strategy {
  public:
   // The backend behind the CPU device's tracking allocator (asked on the CPU device only).
   virtual std::shared_ptr<memory::MemoryBackend> MakeBackend() = 0;
-  // ABI 3 (appended). On a CUDA device: the CUDA caching allocator's settings, in
+  // On a CUDA device: the CUDA caching allocator's settings, in
   // PYTORCH_ALLOC_CONF syntax ("expandable_segments:True,max_split_size_mb:128"); the host
   // applies them in the cell's worker before CUDA allocates anything. Default: "" (LibTorch's
   // defaults, or what PYTORCH_ALLOC_CONF in the environment says).
@@ -149,7 +142,7 @@ class PrecisionStrategy : public Strategy {
   // The dtype the GEMMs run in: the GEMM calibration (MFU) measures this dtype.
   virtual c10::ScalarType ComputeDtype() const = 0;
 
-  // Appended after 1.0 (append-only): the tensors AdamW updates, asked once in the optimizer
+  // The tensors AdamW updates, asked once in the optimizer
   // stage with the model's parameters (after the model stage's end hooks, where a strategy may
   // have converted them, e.g. to bf16). Default: the parameters themselves. A strategy that
   // returns other tensors (fp32 master copies, in the same order) keeps them in step with the
@@ -160,7 +153,7 @@ class PrecisionStrategy : public Strategy {
   virtual std::vector<at::Tensor> OptimizerParameters(
       const std::vector<at::Tensor>& model_parameters);
 
-  // Appended after OptimizerParameters (append-only). When the sharding slot owns the optimizer
+  // When the sharding slot owns the optimizer
   // step, the host asks this instead of OptimizerParameters, once, in the optimizer stage, and
   // passes the result to ShardingStrategy::AdoptOptimizerParameters. The strategy gives the
   // tensors up: the sharding strategy keeps (its partition of) them, updates them and writes the
@@ -171,7 +164,7 @@ class PrecisionStrategy : public Strategy {
   virtual std::vector<at::Tensor> HandOverOptimizerParameters(
       const std::vector<at::Tensor>& model_parameters);
 
-  // ABI 3 (appended). True when the strategy may skip optimizer steps (RunContext::
+  // True when the strategy may skip optimizer steps (RunContext::
   // skip_optimizer_step), after reading the gradients in .grad at optimizer_step begin. Such a
   // strategy is refused at plan time beside a sharding strategy that owns the optimizer step
   // (that one keeps reduced gradients of its own). Default: false.
@@ -219,7 +212,7 @@ class ShardingStrategy : public Strategy {
   // MakeBlockRunner): e.g. gather a block's partitioned parameters before it runs and again
   // before its backward (a recompute included), free them after. Default: `inner` unchanged.
   virtual model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
-  // Appended after WrapBlockRunner (append-only). Called once in the optimizer stage when
+  // Called once in the optimizer stage when
   // OwnsOptimizerStep(), after the model stage, with what the precision slot handed over
   // (PrecisionStrategy::HandOverOptimizerParameters): the model's parameters themselves, or one
   // tensor per parameter, in the same order, that the update applies to instead (precision/bf16:

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <new>
 
-#include "core/memory/tracking_allocator.h"
-
 namespace memsweep::plugins {
 
 namespace {
@@ -25,7 +23,7 @@ constexpr size_t kExpandableCapacity = size_t{64} << 30;  // virtual range per e
 
 size_t RoundUp(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
-memory::TrackingAllocator& Device() { return memory::TrackingAllocator::Instance(); }
+memory::DeviceBudget& Device() { return memory::SimulatedDeviceBudget(); }
 
 }  // namespace
 

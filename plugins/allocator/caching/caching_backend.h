@@ -8,7 +8,7 @@
 // split when the remainder is worth keeping, and freed blocks merge with free neighbours.
 // Reserved bytes are the segments' sizes, charged to the device budget; when a new segment would
 // not fit, every cached unused segment is released and the allocation retried once, and if it
-// still does not fit the budget OOM is thrown (TrackingAllocator::Charge).
+// still does not fit the budget OOM is thrown (DeviceBudget::Charge).
 //
 // Not thread-safe by itself: the tracking allocator calls Allocate, Deallocate and EmptyCache
 // under its own mutex, so the backend does not lock.
@@ -26,7 +26,7 @@
 #include "caching_block.h"
 #include "caching_options.h"
 #include "caching_stats.h"
-#include "core/memory/memory_backend.h"
+#include "memsweep/memory_backend.h"
 
 namespace memsweep::plugins {
 

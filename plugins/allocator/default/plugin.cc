@@ -2,7 +2,7 @@
 // tracker, with no caching: reserved bytes always equal allocated bytes.
 #include <memory>
 
-#include "core/memory/memory_backend.h"
+#include "memsweep/memory_backend.h"
 #include "memsweep/plugin.h"
 
 namespace {

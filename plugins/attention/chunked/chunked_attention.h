@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 
 namespace memsweep::plugins {
 

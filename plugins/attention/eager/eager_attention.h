@@ -3,7 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 
 namespace memsweep::plugins {
 

@@ -9,7 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 #include "flash_kernel.h"
 
 namespace memsweep::plugins::flash {

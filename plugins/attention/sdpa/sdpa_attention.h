@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 
 namespace memsweep::plugins {
 

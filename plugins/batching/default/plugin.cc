@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
 #include "memsweep/plugin.h"
 
 namespace {

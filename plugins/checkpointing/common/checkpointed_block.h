@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "forward_state.h"
-#include "core/model/llama.h"
+#include "memsweep/model.h"
 
 namespace memsweep::plugins::checkpointing {
 
 // Everything besides the saved tensors that the recompute needs. Lives as long as the graph
 // node (held in the autograd context as a capsule).
 struct BlockRecompute : torch::CustomClassHolder {
-  std::shared_ptr<torch::nn::Module> owner;  // keeps the block alive while the graph exists
-  model::DecoderBlockImpl* block = nullptr;
+  std::shared_ptr<model::Block> owner;      // keeps the block alive while the graph exists
+  model::Block* block = nullptr;
   model::AttentionInputs inputs;
   model::AttentionFn attention;
   ForwardState forward_state;
@@ -41,7 +41,7 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
     at::Tensor out;
     {
       at::NoGradGuard no_grad;
-      out = state->block->forward(x, cos, sin, state->inputs, state->attention);
+      out = state->block->Forward(x, cos, sin, state->inputs, state->attention);
     }
     ctx->save_for_backward({x, cos, sin});
     ctx->saved_data["recompute"] = c10::IValue::make_capsule(state);
@@ -53,7 +53,7 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const auto state = c10::static_intrusive_pointer_cast<BlockRecompute>(
         ctx->saved_data.at("recompute").toCapsule());
-    const std::vector<at::Tensor> parameters = state->block->parameters();
+    const std::vector<at::Tensor> parameters = state->block->Parameters();
     const bool x_needs_grad = ctx->needs_input_grad(0);
     const at::Tensor x = saved[0].detach().requires_grad_(x_needs_grad);
 
@@ -61,7 +61,7 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
     {
       RecomputeGuard forward_state(state->forward_state);
       at::AutoGradMode grad_enabled(true);
-      out = state->block->forward(x, saved[1], saved[2], state->inputs, state->attention);
+      out = state->block->Forward(x, saved[1], saved[2], state->inputs, state->attention);
     }
 
     // Differentiate with respect to x and every parameter that wants a gradient.
@@ -90,21 +90,17 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
 
 // A BlockRunner: the block's output, with only x (and the shared cos/sin) kept for backward.
 // Without grad mode the block simply runs.
-inline at::Tensor RunBlockCheckpointed(model::DecoderBlockImpl& block, const at::Tensor& x,
+inline at::Tensor RunBlockCheckpointed(model::Block& block, const at::Tensor& x,
                                        const at::Tensor& cos, const at::Tensor& sin,
                                        const model::AttentionInputs& inputs,
                                        const model::AttentionFn& attention) {
-  if (!at::GradMode::is_enabled()) return block.forward(x, cos, sin, inputs, attention);
+  if (!at::GradMode::is_enabled()) return block.Forward(x, cos, sin, inputs, attention);
   auto state = c10::make_intrusive<BlockRecompute>();
-  try {
-    state->owner = block.shared_from_this();
-  } catch (const std::bad_weak_ptr&) {
-    // A block not owned by a shared_ptr: the caller keeps it alive.
-  }
+  state->owner = block.Share();  // empty for a block not owned by a shared_ptr: its owner keeps it
   state->block = &block;
   state->inputs = inputs;
   state->attention = attention;
-  const std::vector<at::Tensor> parameters = block.parameters();
+  const std::vector<at::Tensor> parameters = block.Parameters();
   return CheckpointedBlockFunction::apply(x, cos, sin, at::TensorList(parameters), state);
 }
 

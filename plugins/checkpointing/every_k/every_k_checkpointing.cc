@@ -7,15 +7,15 @@
 
 namespace memsweep::plugins::checkpointing {
 
-void BlockIndex::Assign(const model::LlamaModelImpl& model) {
+void BlockIndex::Assign(const model::Model& model) {
   positions_.clear();
-  const auto& blocks = model.blocks();
+  const std::vector<model::Block*> blocks = model.Blocks();
   for (size_t i = 0; i < blocks.size(); ++i) {
-    positions_[blocks[i].get()] = static_cast<int64_t>(i);
+    positions_[blocks[i]] = static_cast<int64_t>(i);
   }
 }
 
-int64_t BlockIndex::Of(const model::DecoderBlockImpl& block) const {
+int64_t BlockIndex::Of(const model::Block& block) const {
   const auto it = positions_.find(&block);
   if (it == positions_.end()) {
     throw std::runtime_error(
@@ -35,7 +35,7 @@ void ValidateEveryK(int64_t k) {
 model::BlockRunner MakeEveryKRunner(int64_t k, std::shared_ptr<const BlockIndex> index) {
   ValidateEveryK(k);
   if (!index) throw std::invalid_argument("every_k: no block index");
-  return [k, index](model::DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+  return [k, index](model::Block& block, const at::Tensor& x, const at::Tensor& cos,
                     const at::Tensor& sin, const model::AttentionInputs& inputs,
                     const model::AttentionFn& attention) {
     if (index->Of(block) % k == 0) {

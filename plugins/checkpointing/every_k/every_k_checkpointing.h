@@ -6,21 +6,21 @@
 #include <memory>
 #include <unordered_map>
 
-#include "core/model/llama.h"
+#include "memsweep/model.h"
 
 namespace memsweep::plugins::checkpointing {
 
 // Which block is which: the position of each of a model's blocks, looked up by address (the
-// BlockRunner receives the block, not its index). Filled from LlamaModelImpl::blocks().
+// BlockRunner receives the block, not its index). Filled from Model::Blocks().
 class BlockIndex {
  public:
-  void Assign(const model::LlamaModelImpl& model);
+  void Assign(const model::Model& model);
   // The block's position in the model; throws when the block is not one of the indexed model's.
-  int64_t Of(const model::DecoderBlockImpl& block) const;
+  int64_t Of(const model::Block& block) const;
   bool empty() const { return positions_.empty(); }
 
  private:
-  std::unordered_map<const model::DecoderBlockImpl*, int64_t> positions_;
+  std::unordered_map<const model::Block*, int64_t> positions_;
 };
 
 // Throws std::invalid_argument unless k >= 1.

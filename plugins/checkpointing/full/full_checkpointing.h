@@ -1,7 +1,7 @@
 // checkpointing/full: every decoder block is recomputed in backward.
 #pragma once
 
-#include "core/model/llama.h"
+#include "memsweep/model.h"
 
 namespace memsweep::plugins::checkpointing {
 

@@ -81,11 +81,11 @@ model::AttentionFn CheckpointAttention(model::AttentionFn attention) {
   };
 }
 
-at::Tensor RunBlockWithCheckpointedAttention(model::DecoderBlockImpl& block, const at::Tensor& x,
+at::Tensor RunBlockWithCheckpointedAttention(model::Block& block, const at::Tensor& x,
                                              const at::Tensor& cos, const at::Tensor& sin,
                                              const model::AttentionInputs& inputs,
                                              const model::AttentionFn& attention) {
-  return block.forward(x, cos, sin, inputs, CheckpointAttention(attention));
+  return block.Forward(x, cos, sin, inputs, CheckpointAttention(attention));
 }
 
 }  // namespace memsweep::plugins::checkpointing

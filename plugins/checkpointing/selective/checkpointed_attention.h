@@ -3,8 +3,8 @@
 // Large Transformer Models"); everything else in the block keeps its activations.
 #pragma once
 
-#include "core/model/attention.h"
-#include "core/model/llama.h"
+#include "memsweep/attention.h"
+#include "memsweep/model.h"
 
 namespace memsweep::plugins::checkpointing {
 
@@ -13,7 +13,7 @@ namespace memsweep::plugins::checkpointing {
 model::AttentionFn CheckpointAttention(model::AttentionFn attention);
 
 // A BlockRunner that runs the block directly with its attention core checkpointed.
-at::Tensor RunBlockWithCheckpointedAttention(model::DecoderBlockImpl& block, const at::Tensor& x,
+at::Tensor RunBlockWithCheckpointedAttention(model::Block& block, const at::Tensor& x,
                                              const at::Tensor& cos, const at::Tensor& sin,
                                              const model::AttentionInputs& inputs,
                                              const model::AttentionFn& attention);

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/data/batch_assembly.h"
-#include "core/data/document_source.h"
+#include "memsweep/batch_assembly.h"
+#include "memsweep/data_error.h"
 
 namespace memsweep::plugins::packing {
 namespace {

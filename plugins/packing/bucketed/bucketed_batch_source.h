@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "core/data/batch_source.h"
-#include "core/data/data_config.h"
-#include "core/data/epoch_order.h"
-#include "core/data/token_sequences.h"
+#include "memsweep/batch_source.h"
+#include "memsweep/data_config.h"
+#include "memsweep/epoch_order.h"
+#include "memsweep/token_sequences.h"
 
 namespace memsweep::plugins::packing {
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/data/batch_assembly.h"
-#include "core/data/document_source.h"
+#include "memsweep/batch_assembly.h"
+#include "memsweep/data_error.h"
 
 namespace memsweep::plugins::packing {
 namespace {

@@ -1,7 +1,7 @@
 // packing/none: one document per row, right-padded (memsweep's Batcher).
 #include <memory>
 
-#include "core/data/batcher.h"
+#include "memsweep/batcher.h"
 #include "memsweep/plugin.h"
 
 namespace {

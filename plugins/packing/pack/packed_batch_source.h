@@ -5,7 +5,7 @@
 //   PackedBatchSource source(config, seed, PackOptions{});
 //   Batch batch = source.Next();  // micro_batch_size rows with segment ids
 //
-// Row layout (core/data/batch_assembly.h): a document of n tokens fills n - 1 positions, its
+// Row layout (memsweep/batch_assembly.h): a document of n tokens fills n - 1 positions, its
 // position ids restart at 0, it has its own segment id, and its targets never leave it. With
 // RowLayout::kPadded the same documents are served, micro-batch for micro-batch, one per row and
 // padded: the unpacked reference that trains on exactly the same documents in every step.
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "bin_packer.h"
-#include "core/data/batch_source.h"
-#include "core/data/data_config.h"
-#include "core/data/epoch_order.h"
-#include "core/data/token_sequences.h"
+#include "memsweep/batch_source.h"
+#include "memsweep/data_config.h"
+#include "memsweep/epoch_order.h"
+#include "memsweep/token_sequences.h"
 
 namespace memsweep::plugins::packing {
 

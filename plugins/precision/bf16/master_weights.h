@@ -5,8 +5,8 @@
 // (widened to fp32, the bf16 gradient released as each one is copied), the optimizer updates the
 // masters, and the masters are copied back into the bf16 parameters.
 //
-//   MasterWeights weights = MasterWeights::Convert(model->parameters());
-//   AdamW optimizer(weights.MastersFor(model->parameters()), options);
+//   MasterWeights weights = MasterWeights::Convert(model->Parameters());
+//   AdamW optimizer(weights.MastersFor(model->Parameters()), options);
 //   ... backward ...
 //   weights.GradientsToMasters();
 //   optimizer.Step();

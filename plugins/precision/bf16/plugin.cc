@@ -36,7 +36,7 @@ class Bf16MasterWeights final : public memsweep::PrecisionStrategy {
   }
 
   void OnStageEnd(memsweep::Stage stage, memsweep::RunContext& context) override {
-    if (stage == memsweep::Stage::kModel) weights_ = MasterWeights::Convert(context.model->parameters());
+    if (stage == memsweep::Stage::kModel) weights_ = MasterWeights::Convert(context.model->Parameters());
     if (stage == memsweep::Stage::kOptimizerStep) weights_.MastersToParameters();
   }
 

@@ -77,7 +77,7 @@ class Fp16 final : public memsweep::PrecisionStrategy {
   void Unscale(memsweep::RunContext& ctx) {
     std::vector<at::Tensor> grads;
     if (ctx.model != nullptr) {
-      for (const at::Tensor& p : ctx.model->parameters()) {
+      for (const at::Tensor& p : ctx.model->Parameters()) {
         if (p.grad().defined()) grads.push_back(p.grad());
       }
     }

@@ -15,18 +15,18 @@ namespace memsweep::sharding {
 struct BlockGroups {
   // groups[b] for block b < blocks; groups[blocks] the rest. Indices into the parameter list.
   std::vector<std::vector<size_t>> groups;
-  std::unordered_map<const model::DecoderBlockImpl*, size_t> block_index;
+  std::unordered_map<const model::Block*, size_t> block_index;
   size_t blocks = 0;
 };
 
-inline BlockGroups GroupByBlock(model::LlamaModelImpl& model, const std::vector<at::Tensor>& params) {
+inline BlockGroups GroupByBlock(model::Model& model, const std::vector<at::Tensor>& params) {
   BlockGroups out;
-  const auto& blocks = model.blocks();
+  const std::vector<model::Block*> blocks = model.Blocks();
   out.blocks = blocks.size();
   std::unordered_map<const c10::TensorImpl*, size_t> group_of;
   for (size_t b = 0; b < blocks.size(); ++b) {
-    out.block_index[blocks[b].get()] = b;
-    for (const at::Tensor& p : blocks[b]->parameters()) group_of[p.unsafeGetTensorImpl()] = b;
+    out.block_index[blocks[b]] = b;
+    for (const at::Tensor& p : blocks[b]->Parameters()) group_of[p.unsafeGetTensorImpl()] = b;
   }
   out.groups.resize(out.blocks + 1);
   for (size_t i = 0; i < params.size(); ++i) {

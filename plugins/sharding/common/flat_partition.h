@@ -4,7 +4,7 @@
 // Each parameter's storage becomes a view into one flat buffer (FlattenParameters), so that
 // partitions, buckets and gathers are plain contiguous slices.
 //
-//   FlatPartition layout(model->parameters(), comm->WorldSize(), comm->Rank());
+//   FlatPartition layout(model->Parameters(), comm->WorldSize(), comm->Rank());
 //   at::Tensor flat = FlattenParameters(params, layout);   // params now view `flat`
 #pragma once
 

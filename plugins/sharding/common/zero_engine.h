@@ -83,7 +83,7 @@ class ZeroEngine final : public BlockBackwardListener {
   // them so that each block's gradients are reduced as soon as its backward is done.
   model::BlockRunner WrapBlockRunner(model::BlockRunner inner) {
     if (options_.stage != 2) return inner;
-    return [this, inner](model::DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+    return [this, inner](model::Block& block, const at::Tensor& x, const at::Tensor& cos,
                          const at::Tensor& sin, const model::AttentionInputs& inputs,
                          const model::AttentionFn& attention) {
       const size_t index = groups_.block_index.at(&block);
@@ -135,7 +135,7 @@ class ZeroEngine final : public BlockBackwardListener {
 
   void Partition(RunContext& ctx) {
     comm_ = ctx.comm;
-    params_ = ctx.model->parameters();
+    params_ = ctx.model->Parameters();
     RequireFlatDtype(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
     layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
     flat_params_ = FlattenParameters(params_, layout_);

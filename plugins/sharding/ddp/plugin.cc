@@ -29,7 +29,7 @@ class Ddp final : public memsweep::ShardingStrategy {
     torch::NoGradGuard no_grad;
     std::vector<at::Tensor> bucket;
     int64_t elements = 0;
-    for (const at::Tensor& p : ctx.model->parameters()) {
+    for (const at::Tensor& p : ctx.model->Parameters()) {
       if (!p.grad().defined()) continue;
       bucket.push_back(p.grad());
       elements += p.numel();

@@ -21,7 +21,7 @@ Zero3Engine::Zero3Engine(Zero3Options options)
 
 void Zero3Engine::Partition(RunContext& ctx) {
   comm_ = ctx.comm;
-  params_ = ctx.model->parameters();
+  params_ = ctx.model->Parameters();
   RequireFlatDtype(params_, "sharding/zero3");
   layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
   groups_ = GroupByBlock(*ctx.model, params_);
@@ -75,7 +75,7 @@ void Zero3Engine::BlockBackwardEnds(size_t block) {
 }
 
 model::BlockRunner Zero3Engine::WrapBlockRunner(model::BlockRunner inner) {
-  return [this, inner](model::DecoderBlockImpl& block, const at::Tensor& x, const at::Tensor& cos,
+  return [this, inner](model::Block& block, const at::Tensor& x, const at::Tensor& cos,
                        const at::Tensor& sin, const model::AttentionInputs& inputs,
                        const model::AttentionFn& attention) {
     const size_t index = groups_.block_index.at(&block);

@@ -28,7 +28,7 @@ TEST(PluginsCommandTest, SearchesThePluginPathAndReportsFailures) {
   ASSERT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("  fixture-good 2.1.0\n"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("failed to load\n"), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("ABI version: expected 3, found 999"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("ABI version: expected 4, found 999"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("duplicate plugin 'fixture-good'"), std::string::npos) << out.output;
 }
 

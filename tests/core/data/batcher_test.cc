@@ -1,4 +1,4 @@
-#include "core/data/batcher.h"
+#include "memsweep/batcher.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

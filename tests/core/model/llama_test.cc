@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "core/data/batch.h"
+#include "memsweep/batch.h"
 #include "attention/eager/eager_attention.h"
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 #include "plugins/attention/attention_test_support.h"
 #include "support/tolerances.h"
 

@@ -41,7 +41,7 @@ TEST_F(FixtureRegistryTest, LoadsTheGoodPluginDespiteTheBrokenOnes) {
 TEST_F(FixtureRegistryTest, RejectsWrongAbiVersion) {
   EXPECT_EQ(FailureFor(registry_, "fixture_wrong_abi.so"),
             kDir + "/fixture_wrong_abi.so: incompatible plugin:\n"
-                   "  ABI version: expected 3, found 999\n"
+                   "  ABI version: expected 4, found 999\n"
                    "  rebuild it against this memsweep's SDK");
 }
 
@@ -54,6 +54,10 @@ TEST_F(FixtureRegistryTest, ReportsEveryFingerprintMismatchInOneMessage) {
                 ", found 0.4.0\n"
                 "  compiler: expected " + std::string(host.compiler) + ", found gcc 4.8\n"
                 "  _GLIBCXX_USE_CXX11_ABI: expected 1, found 0\n"
+                "  memsweep SDK version: expected " + std::string(host.memsweep_version) +
+                ", found 0.0.1\n"
+                "  SDK headers (hash): expected " + std::string(host.sdk_hash) +
+                ", found 0123456789abcdef (built against other SDK headers)\n"
                 "  rebuild it against this memsweep's SDK");
 }
 

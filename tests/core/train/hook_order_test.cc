@@ -120,7 +120,7 @@ struct LoggingSharding : ShardingStrategy {
     ShardingStrategy::AdoptOptimizerParameters(context, std::move(updated));
   }
   double OptimizerStep(RunContext& context, const OptimizerStepSpec&) override {
-    for (const at::Tensor& p : context.model->parameters()) p.mutable_grad() = at::Tensor();
+    for (const at::Tensor& p : context.model->Parameters()) p.mutable_grad() = at::Tensor();
     return 0.0;
   }
   bool owns;

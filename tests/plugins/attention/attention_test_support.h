@@ -18,7 +18,7 @@
 
 #include "attention/eager/eager_attention.h"
 #include "core/env/bf16_gemm.h"
-#include "core/model/attention.h"
+#include "memsweep/attention.h"
 #include "support/run_configs.h"
 #include "support/tolerances.h"
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/data/batch.h"
-#include "core/data/data_config.h"
-#include "core/data/token_sequences.h"
+#include "memsweep/batch.h"
+#include "memsweep/data_config.h"
+#include "memsweep/token_sequences.h"
 
 namespace memsweep::testing_support {
 

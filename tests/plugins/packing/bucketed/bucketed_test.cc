@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/config/config_error.h"
-#include "core/data/epoch_order.h"
+#include "memsweep/epoch_order.h"
 #include "plugins/packing/packing_test_support.h"
 #include "support/run_configs.h"
 

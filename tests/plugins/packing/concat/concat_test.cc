@@ -9,9 +9,9 @@
 
 #include "attention/eager/eager_attention.h"
 #include "core/config/strategy_resolver.h"
-#include "core/data/batch_assembly.h"
+#include "memsweep/batch_assembly.h"
 #include "core/data/byte_tokenizer.h"
-#include "core/data/epoch_order.h"
+#include "memsweep/epoch_order.h"
 #include "core/model/llama.h"
 #include "core/model/llama_config.h"
 #include "plugins/packing/packing_test_support.h"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/data/token_sequences.h"
+#include "memsweep/token_sequences.h"
 #include "plugins/packing/packing_test_support.h"
 
 namespace memsweep::plugins::packing {

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/data/batch.h"
+#include "memsweep/batch.h"
 
 namespace memsweep::data {
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/data/data_config.h"
+#include "memsweep/data_config.h"
 
 namespace memsweep::data {
 

@@ -6,7 +6,7 @@
 //   Batch batch = source->Next();
 #pragma once
 
-#include "core/data/batch.h"
+#include "memsweep/batch.h"
 
 namespace memsweep::data {
 
