@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../common/checkpointed_block.h"
+#include "memsweep/checkpoint.h"
 
 namespace memsweep::plugins::checkpointing {
 
@@ -39,7 +39,7 @@ model::BlockRunner MakeEveryKRunner(int64_t k, std::shared_ptr<const BlockIndex>
                     const at::Tensor& sin, const model::AttentionInputs& inputs,
                     const model::AttentionFn& attention) {
     if (index->Of(block) % k == 0) {
-      return RunBlockCheckpointed(block, x, cos, sin, inputs, attention);
+      return checkpoint::RunBlockCheckpointed(block, x, cos, sin, inputs, attention);
     }
     return model::RunBlockDirectly(block, x, cos, sin, inputs, attention);
   };

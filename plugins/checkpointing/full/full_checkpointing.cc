@@ -1,9 +1,9 @@
 #include "full_checkpointing.h"
 
-#include "../common/checkpointed_block.h"
+#include "memsweep/checkpoint.h"
 
 namespace memsweep::plugins::checkpointing {
 
-model::BlockRunner MakeFullCheckpointingRunner() { return RunBlockCheckpointed; }
+model::BlockRunner MakeFullCheckpointingRunner() { return checkpoint::RunBlockCheckpointed; }
 
 }  // namespace memsweep::plugins::checkpointing

@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "../common/forward_state.h"
+#include "memsweep/checkpoint.h"
 
 namespace memsweep::plugins::checkpointing {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 struct AttentionRecompute : torch::CustomClassHolder {
   model::AttentionFn attention;
   model::AttentionInputs inputs;
-  ForwardState forward_state;
+  checkpoint::ForwardState forward_state;
 };
 
 // Inputs: q, k, v, the recompute state (not a tensor: its gradient is undefined).
@@ -24,7 +24,7 @@ struct CheckpointedAttentionFunction
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q,
                             const at::Tensor& k, const at::Tensor& v,
                             const c10::intrusive_ptr<AttentionRecompute>& state) {
-    state->forward_state = ForwardState::Capture();
+    state->forward_state = checkpoint::ForwardState::Capture();
     at::Tensor out;
     {
       at::NoGradGuard no_grad;
@@ -53,7 +53,7 @@ struct CheckpointedAttentionFunction
     }
     at::Tensor out;
     {
-      RecomputeGuard forward_state(state->forward_state);
+      checkpoint::RecomputeGuard forward_state(state->forward_state);
       at::AutoGradMode grad_enabled(true);
       out = state->attention(detached[0], detached[1], detached[2], state->inputs);
     }

@@ -1,24 +1,60 @@
-// Whole-block activation checkpointing: a custom autograd function that runs a decoder block
-// without recording its graph, keeps only the block's inputs, and in backward runs the block
-// again with the graph recorded and backpropagates through it.
-//
-//   model->SetBlockRunner(memsweep::plugins::checkpointing::RunBlockCheckpointed);
-//
-// Header-only: shared by checkpointing/full and checkpointing/every_k, each of which is its own
-// shared library.
-#pragma once
+// memsweep/checkpoint.h: the checkpointing helpers of the SDK.
+#include "memsweep/checkpoint.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/Generator.h>
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
-#include "forward_state.h"
-#include "memsweep/model.h"
+namespace memsweep::checkpoint {
 
-namespace memsweep::plugins::checkpointing {
+ForwardState ForwardState::Capture() {
+  ForwardState state;
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    state.generator_state = generator.get_state();
+  }
+  state.autocast_enabled = at::autocast::is_autocast_enabled(at::kCPU);
+  state.autocast_dtype = at::autocast::get_autocast_dtype(at::kCPU);
+  state.cuda_autocast_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
+  state.cuda_autocast_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+  return state;
+}
+
+void ForwardState::Apply() const {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(generator_state);
+  }
+  at::autocast::set_autocast_enabled(at::kCPU, autocast_enabled);
+  at::autocast::set_autocast_dtype(at::kCPU, autocast_dtype);
+  at::autocast::set_autocast_enabled(at::kCUDA, cuda_autocast_enabled);
+  at::autocast::set_autocast_dtype(at::kCUDA, cuda_autocast_dtype);
+}
+
+RecomputeGuard::RecomputeGuard(const ForwardState& forward)
+    : saved_(ForwardState::Capture()), forward_autocast_(forward.autocast_enabled) {
+  forward.Apply();
+}
+
+RecomputeGuard::~RecomputeGuard() {
+  // A recompute under autocast fills LibTorch's autocast cache with low-precision copies of the
+  // weights. Left there, the next forward would reuse them after the optimizer step has changed
+  // the weights (found by loss-equivalence verification: bf16 + full checkpointing drifted from
+  // bf16 alone from step 1 on).
+  if (forward_autocast_) at::autocast::clear_cache();
+  saved_.Apply();
+}
+
+namespace {
 
 // Everything besides the saved tensors that the recompute needs. Lives as long as the graph
 // node (held in the autograd context as a capsule).
@@ -88,9 +124,9 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
   }
 };
 
-// A BlockRunner: the block's output, with only x (and the shared cos/sin) kept for backward.
-// Without grad mode the block simply runs.
-inline at::Tensor RunBlockCheckpointed(model::Block& block, const at::Tensor& x,
+}  // namespace
+
+at::Tensor RunBlockCheckpointed(model::Block& block, const at::Tensor& x,
                                        const at::Tensor& cos, const at::Tensor& sin,
                                        const model::AttentionInputs& inputs,
                                        const model::AttentionFn& attention) {
@@ -104,4 +140,4 @@ inline at::Tensor RunBlockCheckpointed(model::Block& block, const at::Tensor& x,
   return CheckpointedBlockFunction::apply(x, cos, sin, at::TensorList(parameters), state);
 }
 
-}  // namespace memsweep::plugins::checkpointing
+}  // namespace memsweep::checkpoint
