@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace memsweep::checkpoint {
@@ -58,28 +59,26 @@ namespace {
 
 // Everything besides the saved tensors that the recompute needs. Lives as long as the graph
 // node (held in the autograd context as a capsule).
-struct BlockRecompute : torch::CustomClassHolder {
-  std::shared_ptr<model::Block> owner;      // keeps the block alive while the graph exists
-  model::Block* block = nullptr;
-  model::AttentionInputs inputs;
-  model::AttentionFn attention;
+struct Recompute : torch::CustomClassHolder {
+  CheckpointedFn fn;
+  size_t num_inputs = 0;
+  std::vector<at::Tensor> parameters;  // the tensors fn reads besides its inputs
   ForwardState forward_state;
 };
 
-// Inputs: x, cos, sin (tensors), the block's parameters (so that autograd routes their
-// gradients through this node), the recompute state (not a tensor: its gradient is undefined).
-struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFunction> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
-                            const at::Tensor& cos, const at::Tensor& sin,
+// Inputs: fn's inputs, the parameters fn reads (so that autograd routes their gradients through
+// this node), the recompute state (not a tensor: its gradient is undefined).
+struct CheckpointedFunction : torch::autograd::Function<CheckpointedFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::TensorList inputs,
                             at::TensorList /*parameters*/,
-                            const c10::intrusive_ptr<BlockRecompute>& state) {
+                            const c10::intrusive_ptr<Recompute>& state) {
     state->forward_state = ForwardState::Capture();
     at::Tensor out;
     {
       at::NoGradGuard no_grad;
-      out = state->block->Forward(x, cos, sin, state->inputs, state->attention);
+      out = state->fn(inputs.vec());
     }
-    ctx->save_for_backward({x, cos, sin});
+    ctx->save_for_backward(inputs.vec());
     ctx->saved_data["recompute"] = c10::IValue::make_capsule(state);
     return out;
   }
@@ -87,34 +86,37 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
-    const auto state = c10::static_intrusive_pointer_cast<BlockRecompute>(
+    const auto state = c10::static_intrusive_pointer_cast<Recompute>(
         ctx->saved_data.at("recompute").toCapsule());
-    const std::vector<at::Tensor> parameters = state->block->Parameters();
-    const bool x_needs_grad = ctx->needs_input_grad(0);
-    const at::Tensor x = saved[0].detach().requires_grad_(x_needs_grad);
-
+    const size_t n = state->num_inputs;
+    // Differentiate with respect to every input and parameter that wants a gradient.
+    torch::autograd::variable_list inputs(n);
+    torch::autograd::variable_list wrt;
+    std::vector<size_t> slot;  // position of each wrt entry in the result
+    for (size_t i = 0; i < n; ++i) {
+      const bool needs_grad = ctx->needs_input_grad(i);
+      inputs[i] = saved[i].detach().requires_grad_(needs_grad);
+      if (needs_grad) {
+        wrt.push_back(inputs[i]);
+        slot.push_back(i);
+      }
+    }
+    const std::vector<at::Tensor>& parameters = state->parameters;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      const at::Tensor& parameter = parameters[i];
+      if (parameter.requires_grad() && ctx->needs_input_grad(n + i)) {
+        wrt.push_back(parameter);
+        slot.push_back(n + i);
+      }
+    }
     at::Tensor out;
     {
       RecomputeGuard forward_state(state->forward_state);
       at::AutoGradMode grad_enabled(true);
-      out = state->block->Forward(x, saved[1], saved[2], state->inputs, state->attention);
+      out = state->fn(inputs);
     }
-
-    // Differentiate with respect to x and every parameter that wants a gradient.
-    torch::autograd::variable_list wrt;
-    std::vector<size_t> slot;  // position of each wrt entry in the result
-    if (x_needs_grad) {
-      wrt.push_back(x);
-      slot.push_back(0);
-    }
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      if (parameters[i].requires_grad() && ctx->needs_input_grad(3 + i)) {
-        wrt.push_back(parameters[i]);
-        slot.push_back(3 + i);
-      }
-    }
-    // x, cos, sin, every parameter, the state.
-    torch::autograd::variable_list result(3 + parameters.size() + 1);
+    // Every input, every parameter, the state.
+    torch::autograd::variable_list result(n + parameters.size() + 1);
     if (wrt.empty() || !out.requires_grad()) return result;
     const torch::autograd::variable_list grads =
         torch::autograd::grad({out}, wrt, {grad_outputs[0]}, /*retain_graph=*/false,
@@ -126,18 +128,26 @@ struct CheckpointedBlockFunction : torch::autograd::Function<CheckpointedBlockFu
 
 }  // namespace
 
-at::Tensor RunBlockCheckpointed(model::Block& block, const at::Tensor& x,
-                                       const at::Tensor& cos, const at::Tensor& sin,
-                                       const model::AttentionInputs& inputs,
-                                       const model::AttentionFn& attention) {
-  if (!at::GradMode::is_enabled()) return block.Forward(x, cos, sin, inputs, attention);
-  auto state = c10::make_intrusive<BlockRecompute>();
-  state->owner = block.Share();  // empty for a block not owned by a shared_ptr: its owner keeps it
-  state->block = &block;
-  state->inputs = inputs;
-  state->attention = attention;
-  const std::vector<at::Tensor> parameters = block.Parameters();
-  return CheckpointedBlockFunction::apply(x, cos, sin, at::TensorList(parameters), state);
+at::Tensor RunCheckpointed(CheckpointedFn fn, const std::vector<at::Tensor>& inputs,
+                           const std::vector<at::Tensor>& parameters) {
+  if (!at::GradMode::is_enabled()) return fn(inputs);
+  auto state = c10::make_intrusive<Recompute>();
+  state->fn = std::move(fn);
+  state->num_inputs = inputs.size();
+  state->parameters = parameters;
+  return CheckpointedFunction::apply(at::TensorList(inputs), at::TensorList(parameters), state);
+}
+
+at::Tensor RunBlockCheckpointed(model::Block& block, const at::Tensor& x, const at::Tensor& cos,
+                                const at::Tensor& sin, const model::AttentionInputs& inputs,
+                                const model::AttentionFn& attention) {
+  // The closure keeps the block alive as long as the graph (Share() is empty for a block not
+  // owned by a shared_ptr: its owner keeps it).
+  auto run = [owner = block.Share(), b = &block, inputs, attention](
+                 const std::vector<at::Tensor>& t) {
+    return b->Forward(t[0], t[1], t[2], inputs, attention);
+  };
+  return RunCheckpointed(std::move(run), {x, cos, sin}, block.Parameters());
 }
 
 }  // namespace memsweep::checkpoint

@@ -1,6 +1,7 @@
 // Activation checkpointing helpers that the checkpointing slot's plugins build on, compiled once
-// into libmemsweep: what a recompute in backward must reproduce from the forward (ForwardState,
-// RecomputeGuard), and whole-block checkpointing as a ready BlockRunner (RunBlockCheckpointed).
+// into libmemsweep: any computation run checkpointed (RunCheckpointed), whole-block checkpointing
+// as a ready BlockRunner (RunBlockCheckpointed), and what a recompute in backward must reproduce
+// from the forward (ForwardState, RecomputeGuard).
 //
 //   model::BlockRunner runner = memsweep::checkpoint::RunBlockCheckpointed;  // keeps only x
 //
@@ -11,6 +12,9 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <vector>
 
 #include "memsweep/attention.h"
 #include "memsweep/model.h"
@@ -47,7 +51,18 @@ class RecomputeGuard {
   bool forward_autocast_;
 };
 
-// A BlockRunner: the block runs without recording its graph, only x (and the shared cos/sin) is
+// A computation to run checkpointed: it must compute the same from the same inputs every time.
+using CheckpointedFn = std::function<at::Tensor(const std::vector<at::Tensor>& inputs)>;
+
+// fn(inputs) without recording its graph, keeping only `inputs` for backward, where fn runs again
+// with the graph recorded (under a RecomputeGuard) and is backpropagated through to the inputs
+// that need a gradient and to `parameters` (the tensors fn reads besides its inputs, e.g. weights,
+// so that their gradients flow). fn, and what it captures, lives as long as the graph. Without
+// grad mode fn simply runs.
+at::Tensor RunCheckpointed(CheckpointedFn fn, const std::vector<at::Tensor>& inputs,
+                           const std::vector<at::Tensor>& parameters = {});
+
+// A BlockRunner built on RunCheckpointed: the block runs without recording its graph, only x (and the shared cos/sin) is
 // kept for backward, where the block runs again with the graph recorded (under the forward's
 // generator and autocast state) and is backpropagated through. Without grad mode the block
 // simply runs.
