@@ -1,24 +1,17 @@
 #include "core/dist/rank_results.h"
 
+#include "core/train/result_fields.h"
+
 namespace memsweep::dist {
 
 nlohmann::json RankRow(const train::RunResult& r) {
-  const auto& m = r.memory;
-  return {{"rank", r.dist.rank},
-          {"status", train::RunStatusName(r.status)},
-          {"error", r.error},
-          {"steps_completed", static_cast<int64_t>(r.steps.size())},
-          {"peak_allocated_bytes", m.peak_allocated_bytes},
-          {"peak_reserved_bytes", m.peak_reserved_bytes},
-          {"peak_rss_bytes", m.peak_rss_bytes},
-          {"params_bytes", m.params_bytes},
-          {"grads_bytes", m.grads_bytes},
-          {"optimizer_bytes", m.optimizer_bytes},
-          {"activations_bytes", m.activations_bytes},
-          {"host_pool_peak_bytes", r.dist.host_pool_peak_bytes},
-          {"comm_seconds", r.dist.comm_seconds},
-          {"comm_bytes", r.dist.comm_bytes},
-          {"comm_calls", r.dist.comm_calls}};
+  nlohmann::json row = {{"rank", r.dist.rank},
+                        {"status", train::RunStatusName(r.status)},
+                        {"error", r.error},
+                        {"steps_completed", static_cast<int64_t>(r.steps.size())}};
+  row.update(train::FieldsToJson(r.memory, train::MemoryFields(), train::kRankRow));
+  row.update(train::FieldsToJson(r.dist, train::RankFigureFields(), train::kRankRow));
+  return row;
 }
 
 void CollectRankRows(ProcessGroup& group, const train::RunResult& mine, nlohmann::json& result) {

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/memory/byte_size.h"
+#include "core/train/result_fields.h"
 
 namespace memsweep::report {
 namespace {
@@ -171,49 +172,12 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
   }
   j["compute_dtype"] = r.compute_dtype;
   j["plugin_metrics"] = r.plugin_metrics;
-  const auto& e = r.environment;
-  j["environment"] = {{"hostname", e.hostname},       {"cpu_model", e.cpu_model},
-                      {"cores", e.cores},             {"threads", e.threads},
-                      {"torch_version", e.torch_version}, {"blas_library", e.blas_library},
-                      {"blas_kind", e.blas_kind},     {"cpu_capability", e.cpu_capability},
-                      {"bf16_gemm", e.bf16_gemm},
-                      {"cuda_build", e.cuda_build},   {"cuda_runtime", e.cuda_runtime},
-                      {"cudnn_version", e.cudnn_version}, {"nccl_version", e.nccl_version},
-                      {"memsweep_version", e.memsweep_version},
-                      {"git_revision", e.git_revision},
-                      {"device", e.device},           {"gpu_name", e.gpu_name},
-                      {"gpu_memory_bytes", e.gpu_memory_bytes},
-                      {"compute_capability", e.compute_capability},
-                      {"cuda_driver", e.cuda_driver}};
-  const auto& d = r.device;
-  j["device"] = {{"device", d.device},
-                 {"emulated_gpu", d.emulated_gpu},
-                 {"budget_bytes", d.budget_bytes},
-                 {"device_total_bytes", d.device_total_bytes},
-                 {"allocator_settings", d.allocator_settings}};
-  const auto& s = r.summary;
-  j["summary"] = {{"steps_completed", s.steps_completed}, {"measured_steps", s.measured_steps},
-                  {"tokens_per_s", s.tokens_per_s},       {"step_time_median_s", s.step_time_median_s},
-                  {"step_time_p90_s", s.step_time_p90_s}, {"flops_per_token", s.flops_per_token},
-                  {"peak_flops", s.peak_flops},           {"mfu", s.mfu},
-                  {"final_loss", s.final_loss},           {"padding_fraction", s.padding_fraction},
-                  {"parameters", s.parameters},           {"wall_seconds", s.wall_seconds}};
+  j["environment"] = train::FieldsToJson(r.environment, train::EnvironmentFields());
+  j["device"] = train::FieldsToJson(r.device, train::DeviceFields());
+  j["summary"] = train::FieldsToJson(r.summary, train::SummaryFields());
   const auto& m = r.memory;
-  j["memory"] = {{"baseline_bytes", m.baseline_bytes},
-                 {"peak_allocated_bytes", m.peak_allocated_bytes},
-                 {"peak_reserved_bytes", m.peak_reserved_bytes},
-                 {"peak_rss_bytes", m.peak_rss_bytes},
-                 {"params_bytes", m.params_bytes},
-                 {"grads_bytes", m.grads_bytes},
-                 {"optimizer_bytes", m.optimizer_bytes},
-                 {"activations_bytes", m.activations_bytes},
-                 {"saved_activations_bytes", m.saved_activations_bytes},
-                 {"allocations", m.allocations},
-                 {"peak_active_bytes", m.peak_active_bytes},
-                 {"alloc_retries", m.alloc_retries},
-                 {"oom_count", m.oom_count},
-                 {"fragmentation_bytes", m.fragmentation_bytes},
-                 {"host_pool_peak_bytes", r.dist.host_pool_peak_bytes}};
+  j["memory"] = train::FieldsToJson(m, train::MemoryFields());
+  j["memory"].update(train::FieldsToJson(r.dist, train::RankFigureFields()));
   for (const auto& p : m.phases) {
     j["memory"]["phases"].push_back({{"phase", p.phase},
                                      {"peak_bytes", p.peak_bytes},

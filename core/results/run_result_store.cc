@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "core/train/result_fields.h"
+
 namespace memsweep::results {
 namespace {
 
@@ -15,89 +17,53 @@ struct Field {
   const char* key;
 };
 
+// Appends a column per field of `fields` whose use includes `use`, read from `section`.
+template <class Struct>
+void AddColumns(std::vector<Field>& out, const std::vector<train::ResultField<Struct>>& fields,
+                const char* section, uint8_t use) {
+  for (const auto& field : fields) {
+    if ((field.use & use) != 0) out.push_back({field.name, section, field.name});
+  }
+}
+
+// run_metrics: the run's summary, memory and device figures (train/result_fields.h), the OOM
+// event, the compute dtype and the resolved configuration.
 const std::vector<Field>& RunMetricsFields() {
-  static const std::vector<Field> kFields = {
-      {"steps_completed", "summary", "steps_completed"},
-      {"measured_steps", "summary", "measured_steps"},
-      {"tokens_per_s", "summary", "tokens_per_s"},
-      {"step_time_median_s", "summary", "step_time_median_s"},
-      {"step_time_p90_s", "summary", "step_time_p90_s"},
-      {"flops_per_token", "summary", "flops_per_token"},
-      {"peak_flops", "summary", "peak_flops"},
-      {"mfu", "summary", "mfu"},
-      {"final_loss", "summary", "final_loss"},
-      {"padding_fraction", "summary", "padding_fraction"},
-      {"parameters", "summary", "parameters"},
-      {"wall_seconds", "summary", "wall_seconds"},
-      {"baseline_bytes", "memory", "baseline_bytes"},
-      {"peak_allocated_bytes", "memory", "peak_allocated_bytes"},
-      {"peak_reserved_bytes", "memory", "peak_reserved_bytes"},
-      {"peak_rss_bytes", "memory", "peak_rss_bytes"},
-      {"params_bytes", "memory", "params_bytes"},
-      {"grads_bytes", "memory", "grads_bytes"},
-      {"optimizer_bytes", "memory", "optimizer_bytes"},
-      {"activations_bytes", "memory", "activations_bytes"},
-      {"saved_activations_bytes", "memory", "saved_activations_bytes"},
-      {"allocations", "memory", "allocations"},
-      {"peak_active_bytes", "memory", "peak_active_bytes"},
-      {"alloc_retries", "memory", "alloc_retries"},
-      {"oom_count", "memory", "oom_count"},
-      {"fragmentation_bytes", "memory", "fragmentation_bytes"},
-      {"host_pool_peak_bytes", "memory", "host_pool_peak_bytes"},
-      {"device", "device", "device"},
-      {"emulated_gpu", "device", "emulated_gpu"},
-      {"budget_bytes", "device", "budget_bytes"},
-      {"device_total_bytes", "device", "device_total_bytes"},
-      {"allocator_settings", "device", "allocator_settings"},
-      {"oom_requested_bytes", "oom", "requested_bytes"},
-      {"oom_stage", "oom", "stage"},
-      {"compute_dtype", "", "compute_dtype"},
-      {"resolved_config_json", "", "config"}};
+  static const std::vector<Field> kFields = [] {
+    std::vector<Field> fields;
+    AddColumns(fields, train::SummaryFields(), "summary", train::kRunMetrics);
+    AddColumns(fields, train::MemoryFields(), "memory", train::kRunMetrics);
+    AddColumns(fields, train::RankFigureFields(), "memory", train::kRunMetrics);
+    AddColumns(fields, train::DeviceFields(), "device", train::kRunMetrics);
+    fields.push_back({"oom_requested_bytes", "oom", "requested_bytes"});
+    fields.push_back({"oom_stage", "oom", "stage"});
+    fields.push_back({"compute_dtype", "", "compute_dtype"});
+    fields.push_back({"resolved_config_json", "", "config"});
+    return fields;
+  }();
   return kFields;
 }
 
 const std::vector<Field>& EnvironmentFields() {
-  static const std::vector<Field> kFields = {
-      {"hostname", "environment", "hostname"},
-      {"cpu_model", "environment", "cpu_model"},
-      {"cores", "environment", "cores"},
-      {"threads", "environment", "threads"},
-      {"torch_version", "environment", "torch_version"},
-      {"blas_library", "environment", "blas_library"},
-      {"blas_kind", "environment", "blas_kind"},
-      {"cpu_capability", "environment", "cpu_capability"},
-      {"bf16_gemm", "environment", "bf16_gemm"},
-      {"cuda_build", "environment", "cuda_build"},
-      {"cuda_runtime", "environment", "cuda_runtime"},
-      {"cudnn_version", "environment", "cudnn_version"},
-      {"nccl_version", "environment", "nccl_version"},
-      {"memsweep_version", "environment", "memsweep_version"},
-      {"git_revision", "environment", "git_revision"},
-      {"device", "environment", "device"},
-      {"gpu_name", "environment", "gpu_name"},
-      {"gpu_memory_bytes", "environment", "gpu_memory_bytes"},
-      {"compute_capability", "environment", "compute_capability"},
-      {"cuda_driver", "environment", "cuda_driver"}};
+  static const std::vector<Field> kFields = [] {
+    std::vector<Field> fields;
+    AddColumns(fields, train::EnvironmentFields(), "environment", train::kRunMetrics);
+    return fields;
+  }();
   return kFields;
 }
 
+// run_ranks: one row per rank (core/dist/rank_results.cc writes them).
 const std::vector<Field>& RankFields() {
-  static const std::vector<Field> kFields = {
-      {"rank", "", "rank"},
-      {"status", "", "status"},
-      {"error", "", "error"},
-      {"steps_completed", "", "steps_completed"},
-      {"peak_allocated_bytes", "", "peak_allocated_bytes"},
-      {"peak_reserved_bytes", "", "peak_reserved_bytes"},
-      {"peak_rss_bytes", "", "peak_rss_bytes"},
-      {"params_bytes", "", "params_bytes"},
-      {"grads_bytes", "", "grads_bytes"},
-      {"optimizer_bytes", "", "optimizer_bytes"},
-      {"activations_bytes", "", "activations_bytes"},
-      {"host_pool_peak_bytes", "", "host_pool_peak_bytes"},
-      {"comm_seconds", "", "comm_seconds"},
-      {"comm_bytes", "", "comm_bytes"},
-      {"comm_calls", "", "comm_calls"}};
+  static const std::vector<Field> kFields = [] {
+    std::vector<Field> fields = {{"rank", "", "rank"},
+                                 {"status", "", "status"},
+                                 {"error", "", "error"},
+                                 {"steps_completed", "", "steps_completed"}};
+    AddColumns(fields, train::MemoryFields(), "", train::kRankRow);
+    AddColumns(fields, train::RankFigureFields(), "", train::kRankRow);
+    return fields;
+  }();
   return kFields;
 }
 
@@ -253,6 +219,18 @@ void StoreRunDetails(SqliteConnection& db, int64_t run_id, const json& result) {
       insert.Run();
     }
   }
+}
+
+std::vector<std::string> StoredColumns(const std::string& table) {
+  const std::vector<Field>* fields = nullptr;
+  if (table == "run_metrics") fields = &RunMetricsFields();
+  if (table == "environments") fields = &EnvironmentFields();
+  if (table == "run_ranks") fields = &RankFields();
+  std::vector<std::string> columns;
+  if (fields != nullptr) {
+    for (const Field& field : *fields) columns.emplace_back(field.column);
+  }
+  return columns;
 }
 
 }  // namespace memsweep::results

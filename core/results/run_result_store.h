@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/results/sqlite_handles.h"
 
@@ -21,5 +23,10 @@ void DeleteRunDetails(SqliteConnection& db, int64_t run_id);
 
 // Inserts the rows for `result`; call DeleteRunDetails first when the run may have some.
 void StoreRunDetails(SqliteConnection& db, int64_t run_id, const nlohmann::json& result);
+
+// The columns StoreRunDetails fills in `table` ("run_metrics", "environments", "run_ranks"),
+// besides run_id: the result figures of core/train/result_fields.h and a few of the store's own.
+// Empty for any other table.
+std::vector<std::string> StoredColumns(const std::string& table);
 
 }  // namespace memsweep::results
