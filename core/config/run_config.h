@@ -28,6 +28,8 @@ struct ExperimentSection {
 
 struct ModelSection {
   std::string preset = "tiny";  // the base shape; explicit LlamaConfig keys override it
+  std::string config;           // a Hugging Face config.json instead of a preset ("" = none)
+  std::string weights;          // safetensors to load instead of the seeded init ("" = none)
   model::LlamaConfig llama;
 };
 

@@ -14,6 +14,8 @@
 #include "core/env/cuda_probe.h"
 #include "core/env/gpu_catalog.h"
 #include "core/memory/byte_size.h"
+#include "core/model/hf_config.h"
+#include "core/model/hf_weights.h"
 
 namespace memsweep::config {
 namespace fs = std::filesystem;
@@ -22,9 +24,10 @@ namespace {
 const std::vector<std::string> kSections = {"experiment", "model",   "data",      "optimizer",
                                             "device",     "plugins", "strategies"};
 const std::vector<std::string> kModelKeys = {
-    "preset",           "vocab_size",          "hidden_size",         "intermediate_size",
-    "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "rope_theta",
-    "rms_norm_eps",     "tie_word_embeddings", "max_position_embeddings"};
+    "preset",           "config",              "vocab_size",          "hidden_size",
+    "intermediate_size", "num_hidden_layers",  "num_attention_heads", "num_key_value_heads",
+    "head_dim",         "rope_theta",          "rms_norm_eps",        "tie_word_embeddings",
+    "max_position_embeddings", "weights"};
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -55,6 +58,23 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
   const auto presets = model::LlamaPresetNames();
   if (auto index = r.ReadChoice("preset", presets)) m.preset = presets[*index];
   m.llama = *model::LlamaPreset(m.preset);
+  // A Hugging Face config.json (or its model directory) instead of a preset; relative to the
+  // experiment file. The keys below still override it (e.g. fewer layers for the CPU).
+  r.Read("config", m.config);
+  if (!m.config.empty()) {
+    if (t.contains("preset")) {
+      throw ConfigError(r.At("config") + ": give either preset or config, not both");
+    }
+    fs::path path(m.config);
+    if (path.is_relative() && !source.empty()) path = fs::path(source).parent_path() / path;
+    m.config = path.lexically_normal().string();
+    try {
+      m.llama = model::ReadHuggingFaceConfig(m.config);
+    } catch (const model::ModelConfigError& e) {
+      throw ConfigError(r.At("config") + ": " + e.what());
+    }
+    m.preset.clear();
+  }
   model::LlamaConfig& c = m.llama;
   r.Read("vocab_size", c.vocab_size);
   r.Read("hidden_size", c.hidden_size);
@@ -66,8 +86,22 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
   r.Read("rms_norm_eps", c.rms_norm_eps);
   r.Read("tie_word_embeddings", c.tie_word_embeddings);
   r.Read("max_position_embeddings", c.max_position_embeddings);
+  r.Read("head_dim", c.head_dim);
   if (auto problem = c.Problem()) {
     throw ConfigError(Where(source, t.source()) + "[model]: " + *problem);
+  }
+  // Weights (safetensors: a file, its index or the model directory), checked now against the
+  // shape: every tensor present, nothing extra, the right shapes. Loaded in the model stage.
+  r.Read("weights", m.weights);
+  if (!m.weights.empty()) {
+    fs::path path(m.weights);
+    if (path.is_relative() && !source.empty()) path = fs::path(source).parent_path() / path;
+    m.weights = path.lexically_normal().string();
+    try {
+      model::CheckWeights(model::OpenSafetensors(m.weights), c);
+    } catch (const model::SafetensorsError& e) {
+      throw ConfigError(r.At("weights") + ": " + e.what());
+    }
   }
 }
 
@@ -356,6 +390,14 @@ void ValidateRunConfig(const RunConfig& cfg) {
                       " exceeds [model] max_position_embeddings = " +
                       std::to_string(m.max_position_embeddings) +
                       ": lower seq_len or raise max_position_embeddings");
+  }
+  if (m.sliding_window > 0 && batches.seq_len > m.sliding_window) {
+    throw ConfigError(at + "[strategies.batching] seq_len = " + std::to_string(batches.seq_len) +
+                      " is longer than the model's sliding_window = " +
+                      std::to_string(m.sliding_window) +
+                      " (its config.json): memsweep's attention plugins attend to every earlier "
+                      "position, which equals the window only up to its length; use seq_len <= " +
+                      std::to_string(m.sliding_window));
   }
   if (cfg.data.format != data::DataFormat::kTokens && m.vocab_size < data::kByteVocabSize) {
     throw ConfigError(at + "[model] vocab_size = " + std::to_string(m.vocab_size) +

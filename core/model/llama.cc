@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 #include "memsweep/batch.h"
 #include "core/model/rotary.h"
 
@@ -27,18 +29,45 @@ at::Tensor RmsNormImpl::forward(const at::Tensor& x) {
 }
 
 DecoderBlockImpl::DecoderBlockImpl(const LlamaConfig& config) : config_(config) {
-  const int64_t h = config.hidden_size, kv = config.KvDim(), inter = config.intermediate_size;
+  const int64_t h = config.hidden_size, q = config.QDim(), kv = config.KvDim();
+  const int64_t inter = config.intermediate_size;
   input_norm_ = register_module("input_layernorm", RmsNorm(h, config.rms_norm_eps));
-  q_proj_ = register_parameter("q_proj", NormalWeight(h, h));
+  q_proj_ = register_parameter("q_proj", NormalWeight(q, h));
   k_proj_ = register_parameter("k_proj", NormalWeight(kv, h));
   v_proj_ = register_parameter("v_proj", NormalWeight(kv, h));
-  o_proj_ = register_parameter("o_proj", NormalWeight(h, h));
+  o_proj_ = register_parameter("o_proj", NormalWeight(h, q));
   post_attention_norm_ =
       register_module("post_attention_layernorm", RmsNorm(h, config.rms_norm_eps));
   gate_proj_ = register_parameter("gate_proj", NormalWeight(inter, h));
   up_proj_ = register_parameter("up_proj", NormalWeight(inter, h));
   down_proj_ = register_parameter("down_proj", NormalWeight(h, inter));
+  // Biases start at zero (Hugging Face's initialisation), after the weights: the presets, which
+  // have none, draw the same random weights as before.
+  if (config.qkv_bias) {
+    q_bias_ = register_parameter("q_proj_bias", at::zeros({q}));
+    k_bias_ = register_parameter("k_proj_bias", at::zeros({kv}));
+    v_bias_ = register_parameter("v_proj_bias", at::zeros({kv}));
+  }
+  if (config.o_bias) o_bias_ = register_parameter("o_proj_bias", at::zeros({h}));
+  if (config.mlp_bias) {
+    gate_bias_ = register_parameter("gate_proj_bias", at::zeros({inter}));
+    up_bias_ = register_parameter("up_proj_bias", at::zeros({inter}));
+    down_bias_ = register_parameter("down_proj_bias", at::zeros({h}));
+  }
 }
+
+namespace {
+
+// Rotary embedding of the leading cos.size(-1) dimensions of each head; the rest pass through
+// (partial_rotary_factor < 1).
+at::Tensor RotateLeading(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t rotary = cos.size(-1), d = x.size(-1);
+  if (rotary == d) return ApplyRotary(x, cos, sin);
+  return at::cat({ApplyRotary(x.narrow(-1, 0, rotary), cos, sin), x.narrow(-1, rotary, d - rotary)},
+                 -1);
+}
+
+}  // namespace
 
 at::Tensor DecoderBlockImpl::Attention(const at::Tensor& x, const at::Tensor& cos,
                                        const at::Tensor& sin, const AttentionInputs& inputs,
@@ -46,15 +75,17 @@ at::Tensor DecoderBlockImpl::Attention(const at::Tensor& x, const at::Tensor& co
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const int64_t d = config_.HeadDim();
-  const at::Tensor q = at::linear(x, q_proj_).view({b, t, heads, d}).transpose(1, 2);
-  const at::Tensor k = at::linear(x, k_proj_).view({b, t, kv_heads, d}).transpose(1, 2);
-  const at::Tensor v = at::linear(x, v_proj_).view({b, t, kv_heads, d}).transpose(1, 2);
-  const at::Tensor out = attention(ApplyRotary(q, cos, sin), ApplyRotary(k, cos, sin), v, inputs);
-  return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), o_proj_);
+  const at::Tensor q = at::linear(x, q_proj_, q_bias_).view({b, t, heads, d}).transpose(1, 2);
+  const at::Tensor k = at::linear(x, k_proj_, k_bias_).view({b, t, kv_heads, d}).transpose(1, 2);
+  const at::Tensor v = at::linear(x, v_proj_, v_bias_).view({b, t, kv_heads, d}).transpose(1, 2);
+  const at::Tensor out =
+      attention(RotateLeading(q, cos, sin), RotateLeading(k, cos, sin), v, inputs);
+  return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), o_proj_, o_bias_);
 }
 
 at::Tensor DecoderBlockImpl::Mlp(const at::Tensor& x) {
-  return at::linear(at::silu(at::linear(x, gate_proj_)) * at::linear(x, up_proj_), down_proj_);
+  return at::linear(at::silu(at::linear(x, gate_proj_, gate_bias_)) * at::linear(x, up_proj_, up_bias_),
+                    down_proj_, down_bias_);
 }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const at::Tensor& cos,
@@ -105,20 +136,66 @@ at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
                                    const at::Tensor& segment_ids) {
   TORCH_CHECK(attention_, "LlamaModel: no attention function set (the attention slot sets it)");
   at::Tensor x = at::embedding(embed_tokens_, input_ids);
-  auto [cos, sin] = RotaryTables(position_ids, config_.HeadDim(), config_.rope_theta,
-                                 x.scalar_type());
+  auto [cos, sin] = RotaryTables(position_ids, config_, x.scalar_type());
   const AttentionInputs inputs{position_ids, segment_ids};
   for (auto& block : blocks_) x = block_runner_(*block, x, cos, sin, inputs, attention_);
   return at::linear(final_norm_->forward(x), lm_head_);
 }
 
-std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids, int64_t head_dim,
-                                               double theta, c10::ScalarType dtype) {
-  const at::Tensor exponents = at::arange(0, head_dim, 2, position_ids.options().dtype(at::kFloat)) / static_cast<double>(head_dim);
-  const at::Tensor inv_freq = at::pow(theta, exponents).reciprocal();            // [D/2]
+namespace {
+
+// Llama-3's frequency scaling (rope_scaling type "llama3"), as Hugging Face computes it in fp32:
+// wavelengths longer than original / low_freq_factor are divided by `factor`, shorter than
+// original / high_freq_factor kept, and the band between interpolated smoothly.
+at::Tensor Llama3Frequencies(const at::Tensor& inv_freq, const RopeScaling& s) {
+  const double old_context = static_cast<double>(s.original_max_position_embeddings);
+  const double low_wavelen = old_context / s.low_freq_factor;
+  const double high_wavelen = old_context / s.high_freq_factor;
+  const at::Tensor wavelen = 2 * M_PI / inv_freq;
+  at::Tensor scaled = at::where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq);
+  const at::Tensor smooth = (old_context / wavelen - s.low_freq_factor) /
+                            (s.high_freq_factor - s.low_freq_factor);
+  const at::Tensor smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
+  const at::Tensor medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+  return at::where(medium, smoothed, scaled);
+}
+
+// LongRoPE's factor on cos and sin: the config's attention_factor, else
+// sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original (1 when s <= 1).
+double LongRopeAttentionFactor(const LlamaConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.attention_factor > 0) return s.attention_factor;
+  const double original = static_cast<double>(s.original_max_position_embeddings);
+  const double factor = static_cast<double>(c.max_position_embeddings) / original;
+  return factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(original));
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids,
+                                               const LlamaConfig& config, c10::ScalarType dtype) {
+  const int64_t dim = config.RotaryDim();
+  const at::Tensor exponents =
+      at::arange(0, dim, 2, position_ids.options().dtype(at::kFloat)) / static_cast<double>(dim);
+  at::Tensor inv_freq = at::pow(config.rope_theta, exponents).reciprocal();  // [D/2]
+  double scale = 1.0;
+  const RopeScaling& s = config.rope_scaling;
+  if (s.kind == RopeScaling::Kind::kLlama3) inv_freq = Llama3Frequencies(inv_freq, s);
+  if (s.kind == RopeScaling::Kind::kLongRope) {
+    // The long factors once the positions go past the pretraining length, as Hugging Face does.
+    const bool long_context =
+        position_ids.numel() > 0 &&
+        position_ids.max().item<int64_t>() + 1 > s.original_max_position_embeddings;
+    const std::vector<double>& factors = long_context ? s.long_factor : s.short_factor;
+    const at::Tensor ext = at::tensor(factors, position_ids.options().dtype(at::kDouble))
+                               .to(at::kFloat);
+    inv_freq = (ext * at::pow(config.rope_theta, exponents)).reciprocal();
+    scale = LongRopeAttentionFactor(config);
+  }
   const at::Tensor freqs = position_ids.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
   const at::Tensor angles = at::cat({freqs, freqs}, -1).unsqueeze(1);             // [B, 1, T, D]
-  return {angles.cos().to(dtype), angles.sin().to(dtype)};
+  if (scale == 1.0) return {angles.cos().to(dtype), angles.sin().to(dtype)};
+  return {(angles.cos() * scale).to(dtype), (angles.sin() * scale).to(dtype)};
 }
 
 at::Tensor NextTokenLoss(const at::Tensor& logits, const at::Tensor& targets, double normalizer) {

@@ -61,6 +61,8 @@ class DecoderBlockImpl : public torch::nn::Module, public Block {
   RmsNorm input_norm_{nullptr}, post_attention_norm_{nullptr};
   at::Tensor q_proj_, k_proj_, v_proj_, o_proj_;  // [out, in], as torch.nn.Linear
   at::Tensor gate_proj_, up_proj_, down_proj_;
+  at::Tensor q_bias_, k_bias_, v_bias_, o_bias_;   // undefined unless the config has them
+  at::Tensor gate_bias_, up_bias_, down_bias_;
 };
 TORCH_MODULE(DecoderBlock);
 
@@ -92,9 +94,10 @@ class LlamaModelImpl : public torch::nn::Module, public Model {
 };
 TORCH_MODULE(LlamaModel);
 
-// Rotary tables for the given positions: cos and sin of shape [B, 1, T, head_dim].
-std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids, int64_t head_dim,
-                                               double theta, c10::ScalarType dtype);
+// Rotary tables for the given positions: cos and sin of shape [B, 1, T, RotaryDim()], with the
+// config's frequency scaling (rope_scaling) and, for LongRoPE, its attention factor applied.
+std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids,
+                                               const LlamaConfig& config, c10::ScalarType dtype);
 
 // Sum of next-token cross-entropy over targets != kIgnoreIndex, divided by `normalizer` (the
 // number of real target tokens of the whole optimizer step, so micro-batches add up exactly).

@@ -20,9 +20,9 @@ std::optional<std::string> LlamaConfig::Problem() const {
       return out.str();
     }
   }
-  if (hidden_size % num_attention_heads != 0) {
+  if (head_dim <= 0 && hidden_size % num_attention_heads != 0) {
     out << "hidden_size = " << hidden_size << " is not divisible by num_attention_heads = "
-        << num_attention_heads << ": choose heads that divide the hidden size";
+        << num_attention_heads << ": choose heads that divide the hidden size (or set head_dim)";
     return out.str();
   }
   if (num_attention_heads % num_key_value_heads != 0) {
@@ -31,26 +31,50 @@ std::optional<std::string> LlamaConfig::Problem() const {
         << ": grouped-query attention needs whole groups";
     return out.str();
   }
-  if (HeadDim() % 2 != 0) {
-    out << "head dimension hidden_size / num_attention_heads = " << HeadDim()
-        << " must be even for rotary embeddings";
+  if (partial_rotary_factor <= 0 || partial_rotary_factor > 1) {
+    out << "partial_rotary_factor = " << partial_rotary_factor << " must be in (0, 1]";
     return out.str();
   }
+  if (RotaryDim() % 2 != 0 || static_cast<double>(RotaryDim()) !=
+                                  static_cast<double>(HeadDim()) * partial_rotary_factor) {
+    out << "the rotary dimension head_dim × partial_rotary_factor = " << HeadDim() << " × "
+        << partial_rotary_factor << " must be an even whole number";
+    return out.str();
+  }
+  if (rope_scaling.kind == RopeScaling::Kind::kLongRope) {
+    const size_t half = static_cast<size_t>(RotaryDim() / 2);
+    if (rope_scaling.short_factor.size() != half || rope_scaling.long_factor.size() != half) {
+      out << "rope_scaling (longrope) needs short_factor and long_factor of " << half
+          << " values each (rotary dimension / 2), found " << rope_scaling.short_factor.size()
+          << " and " << rope_scaling.long_factor.size();
+      return out.str();
+    }
+  }
+  if (rope_scaling.kind == RopeScaling::Kind::kLlama3 &&
+      (rope_scaling.factor <= 0 || rope_scaling.original_max_position_embeddings <= 0 ||
+       rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor)) {
+    return "rope_scaling (llama3) needs factor > 0, original_max_position_embeddings > 0 and "
+           "high_freq_factor > low_freq_factor";
+  }
+  if (sliding_window < 0) return "sliding_window must not be negative (0: none)";
   if (rope_theta <= 0 || rms_norm_eps <= 0) return "rope_theta and rms_norm_eps must be positive";
   return std::nullopt;
 }
 
 int64_t LlamaConfig::ParameterCount() const {
-  const int64_t h = hidden_size;
-  const int64_t per_layer = 2 * h * h + 2 * h * KvDim() + 3 * h * intermediate_size + 2 * h;
+  const int64_t h = hidden_size, q = QDim(), kv = KvDim(), inter = intermediate_size;
+  int64_t per_layer = h * q + 2 * h * kv + q * h + 3 * h * inter + 2 * h;  // weights, norms
+  if (qkv_bias) per_layer += q + 2 * kv;
+  if (o_bias) per_layer += h;
+  if (mlp_bias) per_layer += 2 * inter + h;
   const int64_t embedding = vocab_size * h;
   const int64_t head = tie_word_embeddings ? 0 : vocab_size * h;
   return embedding + num_hidden_layers * per_layer + h + head;
 }
 
 int64_t LlamaConfig::MatmulParameterCount() const {
-  const int64_t h = hidden_size;
-  const int64_t per_layer = 2 * h * h + 2 * h * KvDim() + 3 * h * intermediate_size;
+  const int64_t h = hidden_size, q = QDim(), kv = KvDim();
+  const int64_t per_layer = 2 * h * q + 2 * h * kv + 3 * h * intermediate_size;
   return num_hidden_layers * per_layer + vocab_size * h;  // the LM head is a GEMM, tied or not
 }
 

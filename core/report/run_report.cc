@@ -12,6 +12,15 @@
 namespace memsweep::report {
 namespace {
 
+const char* RopeScalingName(model::RopeScaling::Kind kind) {
+  switch (kind) {
+    case model::RopeScaling::Kind::kNone: return "none";
+    case model::RopeScaling::Kind::kLlama3: return "llama3";
+    case model::RopeScaling::Kind::kLongRope: return "longrope";
+  }
+  return "?";
+}
+
 using memory::FormatBytes;
 
 std::string Fixed(double value, int decimals) {
@@ -44,7 +53,10 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   out << "memsweep run '" << cfg.experiment.name << "': " << train::RunStatusName(r.status);
   if (!r.error.empty()) out << "\n  " << r.error;
   out << "\n\n";
-  Row(out, "model", cfg.model.preset + " (" + std::to_string(s.parameters) + " parameters)");
+  const std::string model_name =
+      cfg.model.config.empty() ? cfg.model.preset
+                               : cfg.model.llama.model_type + " from " + cfg.model.config;
+  Row(out, "model", model_name + " (" + std::to_string(s.parameters) + " parameters)");
   Row(out, "batch", std::to_string(r.data.micro_batch_size) + " x " +
                         std::to_string(r.data.accumulation_steps) + " accumulation, seq_len " +
                         std::to_string(r.data.seq_len));
@@ -130,6 +142,19 @@ nlohmann::json RunConfigToJson(const config::RunConfig& cfg) {
                 {"rms_norm_eps", l.rms_norm_eps},
                 {"tie_word_embeddings", l.tie_word_embeddings},
                 {"max_position_embeddings", l.max_position_embeddings}};
+  if (!cfg.model.config.empty()) {  // a Hugging Face config: what it adds to the shape
+    j["model"].erase("preset");
+    j["model"].update({{"config", cfg.model.config},
+                       {"model_type", l.model_type},
+                       {"head_dim", l.HeadDim()},
+                       {"qkv_bias", l.qkv_bias},
+                       {"o_bias", l.o_bias},
+                       {"mlp_bias", l.mlp_bias},
+                       {"partial_rotary_factor", l.partial_rotary_factor},
+                       {"sliding_window", l.sliding_window},
+                       {"rope_scaling", RopeScalingName(l.rope_scaling.kind)}});
+  }
+  if (!cfg.model.weights.empty()) j["model"]["weights"] = cfg.model.weights;
   j["data"] = {{"path", cfg.data.path}, {"format", FormatName(cfg.data.format)}};
   j["strategies"] = nlohmann::json::array();
   for (const auto& choice : cfg.strategies) {

@@ -25,6 +25,7 @@
 #include "core/memory/malloc_host_pool.h"
 #include "core/memory/pinned_host_pool.h"
 #include "core/memory/storage_bytes.h"
+#include "core/model/hf_weights.h"
 #include "core/model/llama.h"
 #include "core/train/adamw.h"
 #include "core/train/lr_schedule.h"
@@ -215,9 +216,13 @@ class RunLoop {
   // checkpointing slot's block runner (ZeRO-3 gathers around it).
   void Model() {
     stages_.Begin(Stage::kModel, -1);
-    // Initialised on the CPU from the seed, then moved: the same weights on every device.
+    // Initialised on the CPU from the seed (or loaded from [model] weights), then moved: the same
+    // weights on every device.
     torch::manual_seed(cfg_.experiment.seed);
     state_.model = model::LlamaModel(cfg_.model.llama);
+    if (!cfg_.model.weights.empty()) {
+      model::LoadWeights(*state_.model, model::OpenSafetensors(cfg_.model.weights));
+    }
     if (!device_.is_cpu()) state_.model->to(device_);
     context_.model = state_.model.get();
     auto [attention, attention_plugin] = hooks_.Get<AttentionStrategy>(Slot::kAttention);

@@ -15,10 +15,7 @@ rounds="${1:-3}"
 batch="${2:-4}"
 seq="${3:-512}"
 steps="${4:-8}"
-torch_dir=$("$here/tools/setup-deps")
-python="$(cd "$torch_dir/../../../.." && pwd)/bin/python3"
-"$python" -c 'import transformers' 2>/dev/null ||
-  "$python" -m pip install -q --disable-pip-version-check transformers==5.23.0 >&2
+python=$("$here/tools/setup-references")
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cat > "$work/plain.toml" <<TOML

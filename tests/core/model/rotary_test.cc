@@ -36,7 +36,11 @@ void ExpectBitwiseEqual(c10::ScalarType x_dtype, c10::ScalarType table_dtype) {
   const at::Tensor storage = at::randn({b, t, h, d}).to(x_dtype);
   const at::Tensor x = storage.transpose(1, 2);  // [B, H, T, D], as the model passes q and k
   const at::Tensor positions = at::arange(t, at::kLong).unsqueeze(0).expand({b, t}) + 3;
-  auto [cos, sin] = RotaryTables(positions.contiguous(), d, 10000.0, table_dtype);
+  LlamaConfig config;  // one head of dimension d, theta 10000
+  config.hidden_size = d;
+  config.num_attention_heads = 1;
+  config.num_key_value_heads = 1;
+  auto [cos, sin] = RotaryTables(positions.contiguous(), config, table_dtype);
   const at::Tensor grad = at::randn({b, h, t, d});
   const Grads composite = Run(false, x, cos, sin, grad);
   const Grads fused = Run(true, x, cos, sin, grad);
