@@ -25,15 +25,13 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <torch/autograd.h>
 
-#include <memory>
-#include <stdexcept>
-#include <string>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "block_backward_hooks.h"
 #include "block_groups.h"
-#include "collectives.h"
 #include "flat_partition.h"
 #include "gradient_groups.h"
 #include "partition_optimizer.h"
@@ -50,100 +48,36 @@ struct ZeroOptions {
 
 class ZeroEngine final : public BlockBackwardListener {
  public:
-  explicit ZeroEngine(ZeroOptions options)
-      : options_(options), optimizer_(options.offload_optimizer) {
-    if (options_.reduce_bucket_size < 1) {
-      throw std::invalid_argument("reduce_bucket_size must be at least 1 element");
-    }
-  }
+  explicit ZeroEngine(ZeroOptions options);
 
   // Gradient memory exists from the first backward of a step to the end of its update, as with
   // the host optimizer (which leaves no gradient behind): stage 1 the full flat gradient that
   // backward accumulates into, stage 2 the rank's partition.
-  void OnStageBegin(Stage stage, RunContext&) {
-    if (stage != Stage::kBackward) return;
-    if (options_.stage == 1 && !flat_grad_.defined()) {
-      flat_grad_ = at::zeros({layout_.Padded()}, flat_params_.options());
-      AttachGradients(params_, flat_grad_, layout_);
-    }
-    if (options_.stage == 2) {
-      if (!owned_grad_.defined()) owned_grad_ = at::zeros({layout_.partition}, flat_params_.options());
-      grads_.BeginBackward();
-    }
-  }
+  void OnStageBegin(Stage stage, RunContext& ctx);
 
-  void OnStageEnd(Stage stage, RunContext& ctx) {
-    if (stage == Stage::kModel) Partition(ctx);
-    if (stage == Stage::kBackward && options_.stage == 2) {
-      grads_.ReduceRemaining(params_, Comm(), owned_grad_, options_.reduce_bucket_size);
-    }
-  }
+  void OnStageEnd(Stage stage, RunContext& ctx);
 
   // Stages 1 and 2 keep every parameter on every rank: blocks run as they are; stage 2 marks
   // them so that each block's gradients are reduced as soon as its backward is done.
-  model::BlockRunner WrapBlockRunner(model::BlockRunner inner) {
-    if (options_.stage != 2) return inner;
-    return [this, inner](model::Block& block, const at::Tensor& x, const at::Tensor& cos,
-                         const at::Tensor& sin, const model::AttentionInputs& inputs,
-                         const model::AttentionFn& attention) {
-      const size_t index = groups_.block_index.at(&block);
-      at::Tensor out = inner(block, MarkBlockInput(x, this, index), cos, sin, inputs, attention);
-      return MarkBlockOutput(out, this, index);
-    };
-  }
+  model::BlockRunner WrapBlockRunner(model::BlockRunner inner);
 
-  void BlockBackwardBegins(size_t block) override { grads_.Attach(params_, block); }
-  void BlockBackwardEnds(size_t block) override {
-    grads_.Reduce(params_, block, Comm(), owned_grad_, options_.reduce_bucket_size);
-  }
+  void BlockBackwardBegins(size_t block) override;
+  void BlockBackwardEnds(size_t block) override;
 
-  void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated) {
-    optimizer_.Adopt(ctx, updated, params_, layout_);
-  }
+  void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated);
 
-  double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) {
-    torch::NoGradGuard no_grad;
-    const int64_t begin = layout_.Begin(layout_.rank);
-    at::Tensor grad;  // this rank's gradient partition, in the parameters' dtype
-    if (options_.stage == 1) {
-      AllReduceInBuckets(Comm(), flat_grad_, options_.reduce_bucket_size);
-      grad = flat_grad_.narrow(0, begin, layout_.partition);
-    } else {
-      grad = owned_grad_;
-    }
-    const double norm = PartitionedNorm(Comm(), grad);
-    at::Tensor owned_params = flat_params_.narrow(0, begin, layout_.partition);
-    optimizer_.Step(ctx, owned_params, grad, ClipScale(norm, spec.grad_clip), spec);
-    GatherPartitions(Comm(), flat_params_, layout_);
-    for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
-    flat_grad_ = at::Tensor();
-    owned_grad_ = at::Tensor();
-    return norm;
-  }
+  double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec);
 
   // Device-side state beyond the parameters and their .grad views (host-pool state is not device
   // memory: it shows in host_pool_peak_bytes instead).
-  void AddModelState(ModelStateTensors& state) const {
-    if (owned_grad_.defined()) state.grads.push_back(owned_grad_);
-    optimizer_.AddModelState(state);
-  }
+  void AddModelState(ModelStateTensors& state) const;
 
   const FlatPartition& Layout() const { return layout_; }
 
  private:
   Communicator& Comm() { return comm_ != nullptr ? *comm_ : solo_; }
 
-  void Partition(RunContext& ctx) {
-    comm_ = ctx.comm;
-    params_ = ctx.model->Parameters();
-    RequireFlatDtype(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
-    layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
-    flat_params_ = FlattenParameters(params_, layout_);
-    if (options_.stage == 2) {
-      groups_ = GroupByBlock(*ctx.model, params_);
-      grads_ = GradientGroups(params_, groups_.groups, layout_);
-    }
-  }
+  void Partition(RunContext& ctx);
 
   ZeroOptions options_;
   Communicator* comm_ = nullptr;

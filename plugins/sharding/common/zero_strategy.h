@@ -2,8 +2,6 @@
 // (ZeroEngine for stages 1 and 2, Zero3Engine for stage 3). Each plugin only reads its options.
 #pragma once
 
-#include <stdexcept>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,13 +10,7 @@
 namespace memsweep::sharding {
 
 // "none" or "cpu" (DeepSpeed's offload_optimizer / offload_param device); true for "cpu".
-inline bool OffloadChoice(const PluginParams& params, const char* name) {
-  const std::string& value = params.String(name);
-  if (value != "none" && value != "cpu") {
-    throw std::invalid_argument(std::string(name) + " must be \"none\" or \"cpu\"");
-  }
-  return value == "cpu";
-}
+bool OffloadChoice(const PluginParams& params, const char* name);
 
 template <typename Engine>
 class ZeroStrategy : public ShardingStrategy {
