@@ -106,7 +106,7 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
 }
 
 void ReadData(const std::string& source, const toml::table& t, data::DataConfig& d) {
-  TableReader r(source, "[data]", t, {"path", "format", "text_field", "token_dtype"});
+  TableReader r(source, "[data]", t, {"path", "format", "text_field", "token_dtype", "train_on"});
   r.Read("path", d.path);
   if (auto i = r.ReadChoice("format", {"jsonl", "text", "tokens"})) {
     d.format = static_cast<data::DataFormat>(*i);
@@ -114,6 +114,13 @@ void ReadData(const std::string& source, const toml::table& t, data::DataConfig&
   r.Read("text_field", d.text_field);
   if (auto i = r.ReadChoice("token_dtype", {"uint16", "uint32"})) {
     d.token_dtype = static_cast<data::TokenDtype>(*i);
+  }
+  if (auto i = r.ReadChoice("train_on", {"all", "completion"})) {
+    d.train_on = static_cast<data::TrainOn>(*i);
+    if (d.train_on == data::TrainOn::kCompletion && d.format != data::DataFormat::kJsonl) {
+      throw ConfigError(r.At("train_on") + ": \"completion\" needs JSONL prompt/completion "
+                        "lines: set format = \"jsonl\", or train_on = \"all\"");
+    }
   }
   if (d.path.empty()) throw ConfigError(Where(source, t.source()) + "[data] path is required");
   // Relative paths are relative to the experiment file.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/data/byte_tokenizer.h"
+#include "memsweep/token_sequences.h"
 
 namespace memsweep::data {
 
@@ -45,8 +46,13 @@ Batch AssembleBatch(const std::vector<std::vector<TokenSpan>>& rows, int64_t len
                                     std::to_string(span.count));
       }
       for (int64_t i = 0; i + 1 < span.count; ++i, ++t) {
-        inputs[t] = span.tokens[i];
-        targets[t] = span.tokens[i + 1];
+        inputs[t] = TokenId(span.tokens[i]);
+        if (IsTarget(span.tokens[i + 1])) {
+          targets[t] = span.tokens[i + 1];
+          ++batch.real_tokens;
+        } else {
+          targets[t] = kIgnoreIndex;
+        }
         positions[t] = i;
         if (segments) segments[t] = segment;
       }
@@ -59,7 +65,6 @@ Batch AssembleBatch(const std::vector<std::vector<TokenSpan>>& rows, int64_t len
       positions[t] = next_position;
       if (segments) segments[t] = segment;
     }
-    batch.real_tokens += used;
     inputs += length;
     targets += length;
     positions += length;

@@ -27,7 +27,9 @@ TokenSequences LoadChecked(const DataConfig& config) {
 
 Batcher::Batcher(const DataConfig& config, uint64_t seed)
     : config_(config), sequences_(LoadChecked(config)), order_(sequences_.Count(), seed) {
-  max_token_id_ = *std::max_element(sequences_.tokens.begin(), sequences_.tokens.end());
+  for (const int32_t stored : sequences_.tokens) {
+    max_token_id_ = std::max<int64_t>(max_token_id_, TokenId(stored));
+  }
   for (int64_t s = 0; s < NumSequences(); ++s) {
     if (sequences_.Length(s) < config_.seq_len + 1) {
       max_token_id_ = std::max<int64_t>(max_token_id_, kPadId);

@@ -59,11 +59,29 @@ std::string Location(const std::string& path, int64_t line_number) {
   return path + ":" + std::to_string(line_number);
 }
 
-std::vector<std::string> LoadJsonlDocuments(const DataConfig& config) {
+// A "prompt"/"completion" pair of a line, if it has both as strings.
+bool ReadPromptCompletion(const nlohmann::json& object, TextDocument& document) {
+  const auto prompt = object.find("prompt");
+  const auto completion = object.find("completion");
+  if (prompt == object.end() || completion == object.end() || !prompt->is_string() ||
+      !completion->is_string()) {
+    return false;
+  }
+  document.prompt = prompt->get<std::string>();
+  document.text = completion->get<std::string>();
+  return true;
+}
+
+std::vector<TextDocument> LoadJsonlDocuments(const DataConfig& config) {
   std::ifstream in = OpenDataFile(config.path);
+  const bool completion_only = config.train_on == TrainOn::kCompletion;
   const std::string expected =
-      "each line must be one JSON object with a string field \"" + config.text_field + "\"";
-  std::vector<std::string> documents;
+      completion_only
+          ? std::string("with [data] train_on = \"completion\" each line must be one JSON object "
+                        "with string fields \"prompt\" and \"completion\"")
+          : "each line must be one JSON object with a string field \"" + config.text_field +
+                "\" (or string fields \"prompt\" and \"completion\")";
+  std::vector<TextDocument> documents;
   std::string line;
   for (int64_t line_number = 1; ReadLine(in, line_number, line); ++line_number) {
     if (IsBlank(line)) continue;
@@ -78,6 +96,16 @@ std::vector<std::string> LoadJsonlDocuments(const DataConfig& config) {
       throw DataError(Location(config.path, line_number) + ": expected a JSON object, found " +
                       object.type_name() + ": " + expected);
     }
+    TextDocument document;
+    if (ReadPromptCompletion(object, document)) {
+      documents.push_back(std::move(document));
+      continue;
+    }
+    if (completion_only) {
+      throw DataError(Location(config.path, line_number) +
+                      ": no string fields \"prompt\" and \"completion\": " + expected +
+                      " (or set train_on = \"all\" to train on every token)");
+    }
     const auto field = object.find(config.text_field);
     if (field == object.end()) {
       throw DataError(Location(config.path, line_number) + ": missing field \"" +
@@ -88,7 +116,8 @@ std::vector<std::string> LoadJsonlDocuments(const DataConfig& config) {
       throw DataError(Location(config.path, line_number) + ": field \"" + config.text_field +
                       "\" is " + field->type_name() + ", not a string: " + expected);
     }
-    documents.push_back(field->get<std::string>());
+    document.text = field->get<std::string>();
+    documents.push_back(std::move(document));
   }
   if (in.bad()) throw DataError(config.path + ": read error: check the file is readable");
   return documents;
@@ -118,14 +147,21 @@ std::vector<std::string> LoadPlainTextDocuments(const DataConfig& config) {
 
 }  // namespace
 
-std::vector<std::string> LoadTextDocuments(const DataConfig& config) {
-  std::vector<std::string> documents;
+std::vector<TextDocument> LoadDocuments(const DataConfig& config) {
+  std::vector<TextDocument> documents;
   switch (config.format) {
     case DataFormat::kJsonl:
       documents = LoadJsonlDocuments(config);
       break;
     case DataFormat::kText:
-      documents = LoadPlainTextDocuments(config);
+      if (config.train_on == TrainOn::kCompletion) {
+        throw DataError(config.path + ": [data] train_on = \"completion\" needs JSONL "
+                        "prompt/completion lines (format = \"jsonl\"); plain text has no "
+                        "completion to train on");
+      }
+      for (std::string& text : LoadPlainTextDocuments(config)) {
+        documents.push_back({std::string(), std::move(text)});
+      }
       break;
     case DataFormat::kTokens:
       throw DataError(config.path +
@@ -136,6 +172,14 @@ std::vector<std::string> LoadTextDocuments(const DataConfig& config) {
     throw DataError(config.path + ": no documents found: check [data] path and [data] format");
   }
   return documents;
+}
+
+std::vector<std::string> LoadTextDocuments(const DataConfig& config) {
+  std::vector<std::string> texts;
+  for (TextDocument& document : LoadDocuments(config)) {
+    texts.push_back(document.prompt + document.text);
+  }
+  return texts;
 }
 
 }  // namespace memsweep::data

@@ -19,7 +19,21 @@
 
 namespace memsweep::data {
 
-// Loads every document of `config.path`:
+// One document: `text`, after `prompt` when the line is a prompt/completion pair (`prompt` empty
+// otherwise).
+struct TextDocument {
+  std::string prompt;
+  std::string text;
+};
+
+// Loads every document of `config.path`, keeping a prompt/completion line's two parts apart.
+// A JSONL line with string fields "prompt" and "completion" is such a pair; with
+// config.train_on == kCompletion every line must be (DataError naming the line otherwise), and
+// format kText is refused.
+std::vector<TextDocument> LoadDocuments(const DataConfig& config);
+
+// The same documents as whole texts (prompt + completion). Loads every document of
+// `config.path`:
 //   kJsonl: each non-blank line is one JSON object; the document is its string `text_field`.
 //   kText:  documents are runs of lines separated by one or more blank (whitespace-only) lines;
 //           a document's lines are joined with '\n'.

@@ -46,8 +46,15 @@ TokenSequences LoadTokenSequences(const DataConfig& config, LongDocuments long_d
   TokenSequences sequences;
   sequences.starts.push_back(0);
   if (config.format != DataFormat::kTokens) {
-    for (const std::string& document : LoadTextDocuments(config)) {
-      AddDocument(sequences, Encode(document), config.seq_len, long_documents);
+    for (const TextDocument& document : LoadDocuments(config)) {
+      std::vector<int32_t> ids = Encode(document.prompt + document.text);
+      if (config.train_on == TrainOn::kCompletion) {
+        // BOS and the prompt's bytes are input only: the first target is the completion's first
+        // token, predicted from the prompt's last.
+        const size_t prompt_tokens = 1 + document.prompt.size();
+        for (size_t i = 0; i < prompt_tokens && i < ids.size(); ++i) ids[i] = InputOnly(ids[i]);
+      }
+      AddDocument(sequences, ids, config.seq_len, long_documents);
     }
     sequences.tokens.shrink_to_fit();
     return sequences;

@@ -7,7 +7,8 @@
 namespace memsweep::data {
 
 enum class DataFormat : uint8_t {
-  kJsonl,   // one JSON object per line; the document is the string under `text_field`
+  kJsonl,   // one JSON object per line; the document is the string under `text_field`, or the
+            // strings under "prompt" and "completion" (instruction data)
   kText,    // plain UTF-8 text; documents are separated by one or more blank lines
   kTokens,  // pre-tokenized flat array of token ids (nanoGPT-style .bin), no header
 };
@@ -19,6 +20,12 @@ enum class Padding : uint8_t {
   kMaxLength,  // pad every row to seq_len
 };
 
+// Which tokens of a document the loss is taken on.
+enum class TrainOn : uint8_t {
+  kAll,         // every token (a prompt/completion line trains as prompt + completion)
+  kCompletion,  // JSONL prompt/completion lines: only the completion's tokens (and EOS)
+};
+
 struct DataConfig {
   std::string path;  // resolved (absolute or relative to the working directory)
   DataFormat format = DataFormat::kJsonl;
@@ -28,6 +35,7 @@ struct DataConfig {
   Padding padding = Padding::kLongest;
   int64_t micro_batch_size = 4;
   int64_t accumulation_steps = 1;
+  TrainOn train_on = TrainOn::kAll;
 };
 
 }  // namespace memsweep::data

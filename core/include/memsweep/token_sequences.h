@@ -5,7 +5,9 @@
 //   TokenSequences sequences = LoadTokenSequences(config, LongDocuments::kTruncate);
 //   for (int64_t s = 0; s < sequences.Count(); ++s) Use(sequences.Data(s), sequences.Length(s));
 //
-// kJsonl/kText documents are byte-tokenized (byte_tokenizer.h: BOS, bytes, EOS). A sequence of
+// kJsonl/kText documents are byte-tokenized (BOS, bytes, EOS); a prompt/completion line is one
+// document, prompt then completion, whose prompt tokens are input only under
+// train_on = "completion". A sequence of
 // L tokens trains L - 1 positions: inputs tokens 0..L-2, targets tokens 1..L-1. What happens to a
 // document longer than seq_len + 1 tokens (more positions than a row holds) is the caller's
 // choice (LongDocuments). A kTokens file has no documents: it is cut into consecutive windows of
@@ -27,8 +29,15 @@ enum class LongDocuments : uint8_t {
   kKeep,      // whole documents, however long (for sources that cut rows out of a stream)
 };
 
+// A token that is input only — never a target, so no loss is taken on predicting it (a prompt's
+// tokens under train_on = "completion") — is stored as -(id + 1). AssembleBatch reads this; a
+// source that looks at token values itself uses TokenId.
+inline int32_t TokenId(int32_t stored) { return stored < 0 ? -stored - 1 : stored; }
+inline bool IsTarget(int32_t stored) { return stored >= 0; }
+inline int32_t InputOnly(int32_t id) { return -id - 1; }
+
 struct TokenSequences {
-  std::vector<int32_t> tokens;  // all sequences back to back
+  std::vector<int32_t> tokens;  // all sequences back to back (input-only tokens: InputOnly(id))
   std::vector<int64_t> starts;  // Count() + 1 offsets into tokens
 
   int64_t Count() const { return static_cast<int64_t>(starts.size()) - 1; }
