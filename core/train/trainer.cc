@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <limits>
-#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -28,6 +27,7 @@
 #include "core/model/hf_weights.h"
 #include "core/model/llama.h"
 #include "core/train/adamw.h"
+#include "core/train/optimizer_update.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_probe.h"
 #include "core/train/step_timer.h"
@@ -60,7 +60,7 @@ class BudgetScope {
 struct RunState {
   model::LlamaModel model{nullptr};
   std::unique_ptr<data::BatchSource> batches;
-  std::unique_ptr<AdamW> optimizer;
+  std::unique_ptr<OptimizerUpdate> update;  // the host's AdamW or the sharding slot's step
   LrSchedule schedule;
   data::DataConfig data;  // as the batching strategy configured it
   ShardingStrategy* sharding = nullptr;  // null until the optimizer stage
@@ -71,29 +71,12 @@ ModelState MeasureModelState(const RunState& state) {
   if (!state.model) return s;
   ModelStateTensors tensors;
   tensors.params = state.model->parameters();
-  // The optimizer may update tensors other than the parameters (a precision strategy's fp32
-  // master weights): those count as optimizer state, their gradients as gradients. When it
-  // updates the parameters themselves (fp32), every shared storage is counted once.
-  const std::vector<at::Tensor> updated =
-      state.optimizer ? state.optimizer->Parameters() : std::vector<at::Tensor>();
-  const std::vector<at::Tensor>& params = tensors.params;
-  for (const std::vector<at::Tensor>* group : {&params, &updated}) {
-    for (const at::Tensor& p : *group) {
-      if (p.grad().defined()) tensors.grads.push_back(p.grad());
-    }
+  for (const at::Tensor& p : tensors.params) {
+    if (p.grad().defined()) tensors.grads.push_back(p.grad());
   }
-  if (state.optimizer) {
-    tensors.optimizer = state.optimizer->StateTensors();
-    std::set<const void*> param_storages;
-    for (const at::Tensor& p : tensors.params) {
-      param_storages.insert(p.storage().unsafeGetStorageImpl());
-    }
-    for (const at::Tensor& u : updated) {
-      if (param_storages.count(u.storage().unsafeGetStorageImpl()) == 0) {
-        tensors.optimizer.push_back(u);
-      }
-    }
-  }
+  // What the update keeps beyond the parameters (master copies, moments), then the sharding
+  // slot's own state (partitions, flat buffers).
+  if (state.update) state.update->AddModelState(tensors.params, tensors);
   if (state.sharding != nullptr) state.sharding->AddModelState(tensors);
   s.params_bytes = memory::DistinctStorageBytes(tensors.params);
   s.grads_bytes = memory::DistinctStorageBytes(tensors.grads);
@@ -278,11 +261,15 @@ class RunLoop {
       CallPlugin(*sharding_plugin_, "optimizer", [&] {
         sharding_->AdoptOptimizerParameters(context_, std::move(updated));
       });
+      state_.update = MakeShardingSlotUpdate([this](const OptimizerStepSpec& spec) {
+        return CallPlugin(*sharding_plugin_, "optimizer_step",
+                          [&] { return sharding_->OptimizerStep(context_, spec); });
+      });
     } else {
       std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
         return precision->OptimizerParameters(state_.model->parameters());
       });
-      state_.optimizer = std::make_unique<AdamW>(
+      state_.update = MakeHostAdamWUpdate(
           std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
     }
     state_.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg_.experiment.steps, o.min_lr_ratio};
@@ -308,7 +295,7 @@ class RunLoop {
     OptimizerStep(step, record);
     // step_end: gradients released, the step's figures recorded.
     stages_.Begin(Stage::kStepEnd, step);
-    if (state_.optimizer) state_.optimizer->ZeroGrad();
+    if (state_.update) state_.update->ZeroGrad();
     record.loss = SumOverRanks(comm_, record.loss);  // each rank summed its share of the loss
     record.seconds = timer.Stop();
     record.peak_allocated_bytes = probe_.StepPeak();
@@ -326,7 +313,6 @@ class RunLoop {
   std::vector<data::Batch> StepBegin(int64_t step, StepRecord& record) {
     stages_.Begin(Stage::kStepBegin, step);
     record.lr = state_.schedule.At(step);
-    if (state_.optimizer) state_.optimizer->SetLearningRate(record.lr);
     std::vector<data::Batch> micro_batches;
     for (int64_t i = 0; i < state_.data.accumulation_steps * world_; ++i) {
       data::Batch batch = state_.batches->Next();
@@ -367,29 +353,23 @@ class RunLoop {
     context_.loss = nullptr;
   }
 
-  // optimizer_step: the update — the host's AdamW after clipping, or the sharding slot's own;
-  // skipped when a begin hook (fp16's overflow check) said so.
+  // optimizer_step: the update — the host's AdamW after clipping, or the sharding slot's own
+  // (one interface: OptimizerUpdate); skipped when a begin hook (fp16's overflow check) said so.
   void OptimizerStep(int64_t step, StepRecord& record) {
     stages_.Begin(Stage::kOptimizerStep, step);
     if (context_.skip_optimizer_step) {
       record.skipped = true;  // the begin hooks found the gradients unusable (fp16 overflow)
       record.grad_norm = std::numeric_limits<double>::quiet_NaN();
-      if (sharded_step_) {
-        // The sharding slot keeps reduced gradients of its own, which a skipped step would
-        // carry into the next one.
+      if (!state_.update->Skippable()) {
         throw std::logic_error(
             "a precision strategy skipped this optimizer step, but the sharding slot owns the "
             "step and keeps its own gradients; use sharding \"none\" or \"ddp\" with it");
       }
-    } else if (sharded_step_) {
+    } else {
       const config::OptimizerSection& o = cfg_.optimizer;
       const OptimizerStepSpec spec{record.lr, o.beta1,     o.beta2, o.eps,
                                    o.weight_decay, o.grad_clip, step + 1};
-      record.grad_norm = CallPlugin(*sharding_plugin_, "optimizer_step",
-                                    [&] { return sharding_->OptimizerStep(context_, spec); });
-    } else {
-      record.grad_norm = ClipGradNorm(state_.optimizer->Parameters(), cfg_.optimizer.grad_clip);
-      state_.optimizer->Step();
+      record.grad_norm = state_.update->Step(spec);
     }
     stages_.End();
   }
@@ -537,7 +517,7 @@ RunResult Trainer::Run() {
         result.status = RunStatus::kFailed;
         result.error = e.what();
       }
-      if (state.optimizer) state.optimizer->ZeroGrad();  // an OOM in backward may leave grads
+      if (state.update) state.update->ZeroGrad();  // an OOM in backward may leave grads
     }  // the model, data and optimizer state are freed here
     try {
       SynchronizeDevice(device);

@@ -94,7 +94,8 @@ TEST(RunConfigLoaderTest, MalformedTomlNamesFileLineAndColumn) {
 TEST(RunConfigLoaderTest, UnknownKeyListsTheAllowedOnes) {
   const std::string error = ErrorOf(kData + "[model]\nhidden = 3\n");
   EXPECT_EQ(error.rfind(kSource + ":4:1: unknown key 'hidden' in [model]", 0), 0u) << error;
-  EXPECT_NE(error.find("allowed keys: preset, vocab_size, hidden_size"), std::string::npos);
+  EXPECT_NE(error.find("allowed keys: preset, config, vocab_size, hidden_size"), std::string::npos)
+      << error;
   EXPECT_NE(ErrorOf(kData + "[training]\nx = 1\n").find("unknown section [training]"),
             std::string::npos);
 }
