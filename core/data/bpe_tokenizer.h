@@ -1,0 +1,62 @@
+// BpeTokenizer: Hugging Face byte-level BPE tokenizers (tokenizer.json), as Llama-3, Qwen2 and
+// Phi-4 use them, producing the ids Hugging Face's `tokenizers` produces.
+//
+//   BpeTokenizer tokenizer = BpeTokenizer::Load("tokenizer.json");
+//   std::vector<int32_t> ids = tokenizer.Encode("Hello world");  // no BOS/EOS added
+//
+// What it implements (anything else in the file is refused with TokenizerError, naming it):
+//   added tokens   matched first, literally, anywhere in the text (they are never split)
+//   normalizer     none
+//   pre_tokenizer  Split(regex, "Isolated") then ByteLevel(use_regex false) — Llama-3, Qwen2 —
+//                  or ByteLevel(use_regex true) (GPT-2's regex); the regex runs on PCRE2 with
+//                  Unicode classes, `\s` as Unicode White_Space (what Oniguruma matches)
+//   model          BPE over the byte-level alphabet: merges by rank (strings "a b" or pairs),
+//                  ignore_merges (a whole pre-token in the vocabulary is one id), no byte
+//                  fallback, no dropout
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace memsweep::data {
+
+class TokenizerError : public std::runtime_error {
+ public:
+  explicit TokenizerError(const std::string& message) : std::runtime_error(message) {}
+};
+
+class BpeTokenizer {
+ public:
+  // Throws TokenizerError naming the file and what it cannot read.
+  static BpeTokenizer Load(const std::string& path);
+  ~BpeTokenizer();
+  BpeTokenizer(BpeTokenizer&&) noexcept;
+  BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
+
+  std::vector<int32_t> Encode(std::string_view text) const;
+  // The id of a token's text (an added token such as "<|begin_of_text|>"), or -1.
+  int32_t TokenId(const std::string& token) const;
+  int64_t VocabSize() const;  // largest id + 1
+
+ private:
+  BpeTokenizer();
+  void EncodeSegment(std::string_view text, std::vector<int32_t>& out) const;
+  void EncodeWord(const std::string& word, std::vector<int32_t>& out) const;
+
+  struct Regex;
+  std::unique_ptr<Regex> regex_;
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_;  // -> (rank, id)
+  std::vector<std::pair<std::string, int32_t>> added_;  // longest first
+  bool ignore_merges_ = false;
+  int64_t vocab_size_ = 0;
+  std::string path_;
+};
+
+}  // namespace memsweep::data
