@@ -9,6 +9,7 @@
 #include "core/config/toml_overrides.h"
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
+#include "core/data/document_encoder.h"
 #include "core/data/token_file.h"
 #include "core/dist/nccl_communicator.h"
 #include "core/env/cuda_probe.h"
@@ -106,7 +107,8 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
 }
 
 void ReadData(const std::string& source, const toml::table& t, data::DataConfig& d) {
-  TableReader r(source, "[data]", t, {"path", "format", "text_field", "token_dtype", "train_on"});
+  TableReader r(source, "[data]", t,
+                {"path", "format", "text_field", "token_dtype", "train_on", "tokenizer"});
   r.Read("path", d.path);
   if (auto i = r.ReadChoice("format", {"jsonl", "text", "tokens"})) {
     d.format = static_cast<data::DataFormat>(*i);
@@ -120,6 +122,23 @@ void ReadData(const std::string& source, const toml::table& t, data::DataConfig&
     if (d.train_on == data::TrainOn::kCompletion && d.format != data::DataFormat::kJsonl) {
       throw ConfigError(r.At("train_on") + ": \"completion\" needs JSONL prompt/completion "
                         "lines: set format = \"jsonl\", or train_on = \"all\"");
+    }
+  }
+  r.Read("tokenizer", d.tokenizer);
+  if (!d.tokenizer.empty()) {
+    if (d.format == data::DataFormat::kTokens) {
+      throw ConfigError(r.At("tokenizer") + ": format \"tokens\" holds ids already; a tokenizer "
+                        "applies to \"jsonl\" and \"text\"");
+    }
+    fs::path tokenizer(d.tokenizer);
+    if (tokenizer.is_relative() && !source.empty()) {
+      tokenizer = fs::path(source).parent_path() / tokenizer;
+    }
+    d.tokenizer = tokenizer.lexically_normal().string();
+    try {
+      data::DocumentEncoder check(d);
+    } catch (const data::TokenizerError& e) {
+      throw ConfigError(r.At("tokenizer") + ": " + e.what());
     }
   }
   if (d.path.empty()) throw ConfigError(Where(source, t.source()) + "[data] path is required");
@@ -406,7 +425,15 @@ void ValidateRunConfig(const RunConfig& cfg) {
                       "position, which equals the window only up to its length; use seq_len <= " +
                       std::to_string(m.sliding_window));
   }
-  if (cfg.data.format != data::DataFormat::kTokens && m.vocab_size < data::kByteVocabSize) {
+  if (!cfg.data.tokenizer.empty()) {
+    const int64_t needed = data::DocumentEncoder(cfg.data).VocabSize();
+    if (m.vocab_size < needed) {
+      throw ConfigError(at + "[model] vocab_size = " + std::to_string(m.vocab_size) +
+                        " is smaller than the tokenizer's " + std::to_string(needed) +
+                        " ids ([data] tokenizer = " + cfg.data.tokenizer +
+                        "): raise vocab_size or use the model's own tokenizer");
+    }
+  } else if (cfg.data.format != data::DataFormat::kTokens && m.vocab_size < data::kByteVocabSize) {
     throw ConfigError(at + "[model] vocab_size = " + std::to_string(m.vocab_size) +
                       " is smaller than the byte tokenizer's " +
                       std::to_string(data::kByteVocabSize) + " ids: raise vocab_size");

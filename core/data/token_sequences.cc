@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/data/byte_tokenizer.h"
+#include "core/data/document_encoder.h"
 #include "core/data/document_source.h"
 #include "core/data/token_file.h"
 
@@ -46,12 +47,13 @@ TokenSequences LoadTokenSequences(const DataConfig& config, LongDocuments long_d
   TokenSequences sequences;
   sequences.starts.push_back(0);
   if (config.format != DataFormat::kTokens) {
+    const DocumentEncoder encoder(config);
     for (const TextDocument& document : LoadDocuments(config)) {
-      std::vector<int32_t> ids = Encode(document.prompt + document.text);
+      size_t prompt_tokens = 0;
+      std::vector<int32_t> ids = encoder.Encode(document.prompt, document.text, &prompt_tokens);
       if (config.train_on == TrainOn::kCompletion) {
-        // BOS and the prompt's bytes are input only: the first target is the completion's first
-        // token, predicted from the prompt's last.
-        const size_t prompt_tokens = 1 + document.prompt.size();
+        // BOS and the prompt's tokens are input only: the first target is the completion's
+        // first token, predicted from the prompt's last.
         for (size_t i = 0; i < prompt_tokens && i < ids.size(); ++i) ids[i] = InputOnly(ids[i]);
       }
       AddDocument(sequences, ids, config.seq_len, long_documents);

@@ -157,6 +157,7 @@ nlohmann::json RunConfigToJson(const config::RunConfig& cfg) {
   if (!cfg.model.weights.empty()) j["model"]["weights"] = cfg.model.weights;
   j["data"] = {{"path", cfg.data.path}, {"format", FormatName(cfg.data.format)}};
   if (cfg.data.train_on == data::TrainOn::kCompletion) j["data"]["train_on"] = "completion";
+  if (!cfg.data.tokenizer.empty()) j["data"]["tokenizer"] = cfg.data.tokenizer;
   j["strategies"] = nlohmann::json::array();
   for (const auto& choice : cfg.strategies) {
     nlohmann::json params = nlohmann::json::object();

@@ -30,6 +30,9 @@ struct DataConfig {
   std::string path;  // resolved (absolute or relative to the working directory)
   DataFormat format = DataFormat::kJsonl;
   std::string text_field = "text";
+  // A Hugging Face tokenizer.json (or its directory) for text formats; "" = memsweep's byte
+  // tokenizer.
+  std::string tokenizer;
   TokenDtype token_dtype = TokenDtype::kUint16;
   int64_t seq_len = 256;  // maximum tokens per row fed to the model; longer documents truncated
   Padding padding = Padding::kLongest;

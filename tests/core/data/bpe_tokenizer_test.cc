@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -15,6 +17,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include "memsweep/token_sequences.h"
+#include "support/run_configs.h"
 
 namespace memsweep::data {
 namespace {
@@ -47,6 +52,46 @@ TEST(BpeTokenizerTest, IdsEqualHuggingFaceTokenizersOnTheCorpusAndTortureText) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("%s: %zu texts, %lld ids, %lld mismatches, %.3f s\n", name.c_str(), texts.size(),
                 static_cast<long long>(total), static_cast<long long>(mismatched), seconds);
+  }
+}
+
+// [data] tokenizer: a model directory's tokenizer.json with its tokenizer_config.json (BOS and
+// EOS around every document), through the data pipeline and a training run.
+TEST(BpeTokenizerTest, ADataTokenizerEncodesDocumentsWithBosAndEosAndTrains) {
+  const char* dir = std::getenv("MEMSWEEP_TOKENIZER_REFERENCE_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "needs MEMSWEEP_TOKENIZER_REFERENCE_DIR (see above)";
+  const std::string model_dir = ::testing::TempDir() + "bpe-model";
+  std::filesystem::create_directories(model_dir);
+  std::filesystem::copy_file(std::string(dir) + "/llama3_style.json", model_dir + "/tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(model_dir + "/tokenizer_config.json")
+      << R"({"bos_token": "<|begin_of_text|>", "eos_token": {"content": "<|end_of_text|>"}})";
+  std::ifstream in(std::string(dir) + "/llama3_style.ids.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+
+  DataConfig config;
+  config.path = testing_support::SourcePath("experiments/data/devils-dictionary.jsonl");
+  config.seq_len = 100000;
+  config.tokenizer = model_dir;
+  const TokenSequences sequences = LoadTokenSequences(config, LongDocuments::kKeep);
+  const BpeTokenizer tokenizer = BpeTokenizer::Load(model_dir + "/tokenizer.json");
+  std::vector<int32_t> expected = {tokenizer.TokenId("<|begin_of_text|>")};
+  for (const auto& id : reference.at("ids")[0]) expected.push_back(id.get<int32_t>());
+  expected.push_back(tokenizer.TokenId("<|end_of_text|>"));
+  ASSERT_EQ(sequences.Length(0), static_cast<int64_t>(expected.size()));
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), sequences.Data(0)));
+
+  const train::RunResult run = testing_support::Train(testing_support::TinyRun(
+      2, {"data.tokenizer=\"" + model_dir + "\"", "model.vocab_size=2000"}));
+  EXPECT_EQ(run.status, train::RunStatus::kOk) << run.error;
+  try {
+    testing_support::TinyRun(1, {"data.tokenizer=\"" + model_dir + "\"", "model.vocab_size=600"});
+    FAIL() << "expected a ConfigError";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("[model] vocab_size = 600 is smaller than the "
+                                         "tokenizer's 2000 ids"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -1,0 +1,79 @@
+#include "core/data/document_encoder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "core/data/byte_tokenizer.h"
+
+namespace memsweep::data {
+namespace {
+
+// A special token of tokenizer_config.json: a string, {"content": ...}, or absent/null.
+std::string SpecialToken(const nlohmann::json& config, const char* key) {
+  if (!config.contains(key) || config.at(key).is_null()) return "";
+  const nlohmann::json& value = config.at(key);
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content")) return value.at("content").get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+std::string TokenizerFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  return fs::is_directory(path) ? (fs::path(path) / "tokenizer.json").string() : path;
+}
+
+DocumentEncoder::DocumentEncoder(const DataConfig& config) {
+  if (config.tokenizer.empty()) return;
+  const std::string file = TokenizerFile(config.tokenizer);
+  bpe_ = std::make_unique<BpeTokenizer>(BpeTokenizer::Load(file));
+  const auto config_file = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
+  if (!std::filesystem::exists(config_file)) return;  // no BOS, no EOS
+  nlohmann::json tokenizer_config;
+  try {
+    std::ifstream in(config_file);
+    tokenizer_config = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw TokenizerError(config_file.string() + ": not valid JSON (" + e.what() + ")");
+  }
+  const auto id_of = [&](const char* key) {
+    const std::string token = SpecialToken(tokenizer_config, key);
+    if (token.empty()) return -1;
+    const int32_t id = bpe_->TokenId(token);
+    if (id < 0) {
+      throw TokenizerError(config_file.string() + ": " + key + " \"" + token +
+                           "\" is not a token of " + file);
+    }
+    return id;
+  };
+  if (tokenizer_config.value("add_bos_token", true)) bos_ = id_of("bos_token");
+  eos_ = id_of("eos_token");
+}
+
+std::vector<int32_t> DocumentEncoder::Encode(const std::string& prompt, const std::string& text,
+                                             size_t* prompt_tokens) const {
+  if (bpe_ == nullptr) {
+    std::vector<int32_t> ids = data::Encode(prompt + text);
+    if (prompt_tokens != nullptr) *prompt_tokens = 1 + prompt.size();  // BOS + the prompt's bytes
+    return ids;
+  }
+  std::vector<int32_t> ids;
+  if (bos_ >= 0) ids.push_back(bos_);
+  const std::vector<int32_t> head = bpe_->Encode(prompt);
+  ids.insert(ids.end(), head.begin(), head.end());
+  if (prompt_tokens != nullptr) *prompt_tokens = ids.size();
+  const std::vector<int32_t> body = bpe_->Encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  if (eos_ >= 0) ids.push_back(eos_);
+  return ids;
+}
+
+int64_t DocumentEncoder::VocabSize() const {
+  return bpe_ == nullptr ? kByteVocabSize : std::max<int64_t>(bpe_->VocabSize(), kPadId + 1);
+}
+
+}  // namespace memsweep::data

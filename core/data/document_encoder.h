@@ -1,0 +1,44 @@
+// DocumentEncoder: a document's text (or prompt and completion) → token ids, with the run's
+// tokenizer: memsweep's byte tokenizer by default, or a Hugging Face byte-level BPE
+// ([data] tokenizer = tokenizer.json or its directory; bpe_tokenizer.h).
+//
+// With a Hugging Face tokenizer a document is [BOS] + ids(text) + [EOS]: BOS is the
+// tokenizer_config.json's bos_token when it has one and add_bos_token is not false (Llama-3:
+// <|begin_of_text|>; Qwen2: none), EOS its eos_token when it has one (Llama-3: <|end_of_text|>,
+// Qwen2: <|endoftext|>), so that packed documents stay apart. A prompt/completion pair is encoded
+// in two parts, prompt then completion.
+//
+//   DocumentEncoder encoder(config);                  // loads the tokenizer once
+//   std::vector<int32_t> ids = encoder.Encode("", text);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/data/bpe_tokenizer.h"
+#include "memsweep/data_config.h"
+
+namespace memsweep::data {
+
+class DocumentEncoder {
+ public:
+  // Throws TokenizerError for a tokenizer that cannot be read.
+  explicit DocumentEncoder(const DataConfig& config);
+  // Ids of prompt + text with BOS/EOS; `prompt_tokens` (if given) receives how many leading ids
+  // are BOS and the prompt's.
+  std::vector<int32_t> Encode(const std::string& prompt, const std::string& text,
+                              size_t* prompt_tokens = nullptr) const;
+  // Ids run from 0 to VocabSize() - 1 (padding included).
+  int64_t VocabSize() const;
+
+ private:
+  std::unique_ptr<BpeTokenizer> bpe_;  // null: the byte tokenizer
+  int32_t bos_ = -1, eos_ = -1;
+};
+
+// The tokenizer.json a [data] tokenizer path names (the file, or tokenizer.json in the directory).
+std::string TokenizerFile(const std::string& path);
+
+}  // namespace memsweep::data
