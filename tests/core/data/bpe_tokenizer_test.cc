@@ -2,8 +2,8 @@
 // tokenizers on the bundled corpus (tests/core/data/tokenizer_reference/make_references.py: a
 // Llama-3-style Split + ByteLevel with ignore_merges, and GPT-2's ByteLevel regex), and the ids
 // tokenizers gives for every corpus document and a Unicode torture text. memsweep must give the
-// identical ids. Run by ctest through tokenizer_reference_test.sh (which makes the references);
-// without MEMSWEEP_TOKENIZER_REFERENCE_DIR the comparison skips, saying so.
+// identical ids. Run by ctest as TokenizerReference (tests/support/reference_test.sh makes the
+// references); without MEMSWEEP_TOKENIZER_REFERENCE_DIR the comparison skips, saying so.
 #include "core/data/bpe_tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +28,7 @@ TEST(BpeTokenizerTest, IdsEqualHuggingFaceTokenizersOnTheCorpusAndTortureText) {
   const char* dir = std::getenv("MEMSWEEP_TOKENIZER_REFERENCE_DIR");
   if (dir == nullptr) {
     GTEST_SKIP() << "needs MEMSWEEP_TOKENIZER_REFERENCE_DIR: ctest runs it through "
-                    "tests/core/data/tokenizer_reference/tokenizer_reference_test.sh";
+                    "TokenizerReference (tests/support/reference_test.sh)";
   }
   for (const std::string name : {"llama3_style", "gpt2_style"}) {
     const BpeTokenizer tokenizer = BpeTokenizer::Load(std::string(dir) + "/" + name + ".json");

@@ -10,9 +10,9 @@
 // order of a few sums (memsweep's fused rotary, the attention core's scaling), each ~1e-7
 // relative, so a wrong layout, bias, scaling or rotary dimension shows up as an O(1) error.
 //
-// Run by ctest through hf_reference_test.sh, which makes the references with the pinned
-// transformers (tools/setup-references) and sets MEMSWEEP_HF_REFERENCE_DIR; without it the test
-// skips, saying so.
+// Run by ctest as HfReference (tests/support/reference_test.sh), which makes the references with
+// the pinned transformers (tools/setup-references) and sets MEMSWEEP_HF_REFERENCE_DIR; without it
+// the test skips, saying so.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -38,7 +38,8 @@ void ExpectClose(const at::Tensor& actual, const at::Tensor& expected, const std
   ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
   const double error = MaxAbs(actual.to(at::kDouble) - expected.to(at::kDouble));
   const double scale = MaxAbs(expected.to(at::kDouble));
-  EXPECT_LE(error, kRelative * scale) << what << ": max |diff| " << error << ", max |ref| " << scale;
+  EXPECT_LE(error, kRelative * scale)
+      << what << ": max |diff| " << error << ", max |ref| " << scale;
   std::printf("%s: max |diff| / max |ref| = %.3g\n", what.c_str(), error / scale);
 }
 
@@ -46,7 +47,7 @@ TEST(HfReferenceTest, LogitsLossAndGradientsMatchTransformersForEveryModelType) 
   const char* dir = std::getenv("MEMSWEEP_HF_REFERENCE_DIR");
   if (dir == nullptr) {
     GTEST_SKIP() << "needs MEMSWEEP_HF_REFERENCE_DIR: ctest runs it through "
-                    "tests/core/model/hf_reference/hf_reference_test.sh, which makes the "
+                    "HfReference (tests/support/reference_test.sh), which makes the "
                     "references with transformers";
   }
   std::vector<std::string> cases;
@@ -75,7 +76,8 @@ TEST(HfReferenceTest, LogitsLossAndGradientsMatchTransformersForEveryModelType) 
     at::Tensor targets = at::full({b, t}, data::kIgnoreIndex, at::kLong);
     targets.narrow(1, 0, t - 1).copy_(ids.narrow(1, 1, t - 1));
     const at::Tensor loss = NextTokenLoss(logits, targets, static_cast<double>(b * (t - 1)));
-    ExpectClose(loss.detach().reshape({1}), reference.Read(*reference.Find("loss")), name + " loss");
+    ExpectClose(loss.detach().reshape({1}), reference.Read(*reference.Find("loss")),
+                name + " loss");
 
     loss.backward();
     const auto params = model->named_parameters();
@@ -86,7 +88,9 @@ TEST(HfReferenceTest, LogitsLossAndGradientsMatchTransformersForEveryModelType) 
       const std::string hf_name = key.substr(5);
       ASSERT_TRUE(slices.count(hf_name)) << name << ": no memsweep parameter for " << hf_name;
       std::vector<at::Tensor> parts;
-      for (const ParameterSlice& s : slices.at(hf_name)) parts.push_back(params[s.parameter].grad());
+      for (const ParameterSlice& s : slices.at(hf_name)) {
+        parts.push_back(params[s.parameter].grad());
+      }
       ExpectClose(parts.size() == 1 ? parts[0] : at::cat(parts), reference.Read(entry),
                   name + " grad " + hf_name);
       ++compared;
