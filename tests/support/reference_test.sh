@@ -12,4 +12,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python=$("$source_dir/tools/setup-references")
 "$python" "$maker" "$@" "$work" 2>/dev/null
-env "$env_var=$work" "$tests_binary" --gtest_filter="$filter" --gtest_fail_if_no_test_selected 2>&1
+out="$work/gtest.out"
+status=0
+env "$env_var=$work" "$tests_binary" --gtest_filter="$filter" > "$out" 2>&1 || status=$?
+cat "$out"
+# Fail unless the cases ran: none selected, or skipped (the folder not seen), is a failure.
+[ "$status" -eq 0 ] || exit "$status"
+grep -q '^\[  PASSED  \] [1-9]' "$out" || { echo "FAIL: no test of $filter ran"; exit 1; }
+if grep -q '^\[  SKIPPED \]' "$out"; then echo "FAIL: a test of $filter skipped"; exit 1; fi
