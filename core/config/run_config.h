@@ -84,6 +84,7 @@ struct RunConfig {
   ExperimentSection experiment;
   ModelSection model;
   data::DataConfig data;
+  int64_t tokenizer_ids = 0;  // ids the [data] tokenizer produces (0: the byte tokenizer)
   OptimizerSection optimizer;
   DeviceSection device;
   std::vector<std::string> plugin_paths;  // [plugins] paths, resolved against the file

@@ -42,6 +42,13 @@ const toml::table& Section(const toml::table& root, const std::string& name) {
   return node != nullptr && node->is_table() ? *node->as_table() : kEmpty;
 }
 
+// A path from the experiment file, relative to that file unless absolute, normalised.
+std::string FromExperimentFile(const std::string& source, const std::string& value) {
+  fs::path path(value);
+  if (path.is_relative() && !source.empty()) path = fs::path(source).parent_path() / path;
+  return path.lexically_normal().string();
+}
+
 void ReadExperiment(const std::string& source, const toml::table& t, ExperimentSection& e) {
   TableReader r(source, "[experiment]", t, {"name", "steps", "warmup_steps", "seed", "repeats"});
   r.Read("name", e.name);
@@ -66,9 +73,7 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
     if (t.contains("preset")) {
       throw ConfigError(r.At("config") + ": give either preset or config, not both");
     }
-    fs::path path(m.config);
-    if (path.is_relative() && !source.empty()) path = fs::path(source).parent_path() / path;
-    m.config = path.lexically_normal().string();
+    m.config = FromExperimentFile(source, m.config);
     try {
       m.llama = model::ReadHuggingFaceConfig(m.config);
     } catch (const model::ModelConfigError& e) {
@@ -95,9 +100,7 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
   // shape: every tensor present, nothing extra, the right shapes. Loaded in the model stage.
   r.Read("weights", m.weights);
   if (!m.weights.empty()) {
-    fs::path path(m.weights);
-    if (path.is_relative() && !source.empty()) path = fs::path(source).parent_path() / path;
-    m.weights = path.lexically_normal().string();
+    m.weights = FromExperimentFile(source, m.weights);
     try {
       model::CheckWeights(model::OpenSafetensors(m.weights), c);
     } catch (const model::SafetensorsError& e) {
@@ -106,7 +109,8 @@ void ReadModel(const std::string& source, const toml::table& t, ModelSection& m)
   }
 }
 
-void ReadData(const std::string& source, const toml::table& t, data::DataConfig& d) {
+// Returns the number of ids the [data] tokenizer produces (0: none given), read once here.
+int64_t ReadData(const std::string& source, const toml::table& t, data::DataConfig& d) {
   TableReader r(source, "[data]", t,
                 {"path", "format", "text_field", "token_dtype", "train_on", "tokenizer"});
   r.Read("path", d.path);
@@ -124,34 +128,27 @@ void ReadData(const std::string& source, const toml::table& t, data::DataConfig&
                         "lines: set format = \"jsonl\", or train_on = \"all\"");
     }
   }
+  int64_t tokenizer_ids = 0;
   r.Read("tokenizer", d.tokenizer);
   if (!d.tokenizer.empty()) {
     if (d.format == data::DataFormat::kTokens) {
       throw ConfigError(r.At("tokenizer") + ": format \"tokens\" holds ids already; a tokenizer "
                         "applies to \"jsonl\" and \"text\"");
     }
-    fs::path tokenizer(d.tokenizer);
-    if (tokenizer.is_relative() && !source.empty()) {
-      tokenizer = fs::path(source).parent_path() / tokenizer;
-    }
-    d.tokenizer = tokenizer.lexically_normal().string();
+    d.tokenizer = FromExperimentFile(source, d.tokenizer);
     try {
-      data::DocumentEncoder check(d);
+      tokenizer_ids = data::DocumentEncoder(d).VocabSize();
     } catch (const data::TokenizerError& e) {
       throw ConfigError(r.At("tokenizer") + ": " + e.what());
     }
   }
   if (d.path.empty()) throw ConfigError(Where(source, t.source()) + "[data] path is required");
-  // Relative paths are relative to the experiment file.
-  fs::path path(d.path);
-  if (path.is_relative() && !source.empty()) {
-    path = fs::path(source).parent_path() / path;
-  }
-  d.path = path.lexically_normal().string();
+  d.path = FromExperimentFile(source, d.path);
   if (!fs::exists(d.path)) {
     throw ConfigError(r.At("path") + ": data file '" + d.path +
                       "' does not exist; give a path relative to the experiment file");
   }
+  return tokenizer_ids;
 }
 
 void ReadOptimizer(const std::string& source, const toml::table& t, OptimizerSection& o) {
@@ -347,7 +344,7 @@ RunConfig RunConfigFromTable(const toml::table& root, const std::string& source)
   cfg.source = source;
   ReadExperiment(source, Section(root, "experiment"), cfg.experiment);
   ReadModel(source, Section(root, "model"), cfg.model);
-  ReadData(source, Section(root, "data"), cfg.data);
+  cfg.tokenizer_ids = ReadData(source, Section(root, "data"), cfg.data);
   ReadOptimizer(source, Section(root, "optimizer"), cfg.optimizer);
   ReadDevice(source, Section(root, "device"), cfg.device);
   ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
@@ -426,7 +423,7 @@ void ValidateRunConfig(const RunConfig& cfg) {
                       std::to_string(m.sliding_window));
   }
   if (!cfg.data.tokenizer.empty()) {
-    const int64_t needed = data::DocumentEncoder(cfg.data).VocabSize();
+    const int64_t needed = cfg.tokenizer_ids;
     if (m.vocab_size < needed) {
       throw ConfigError(at + "[model] vocab_size = " + std::to_string(m.vocab_size) +
                         " is smaller than the tokenizer's " + std::to_string(needed) +

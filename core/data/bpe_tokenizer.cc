@@ -152,6 +152,7 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
     const std::string content = added.at("content").get<std::string>();
     const int32_t id = added.at("id").get<int32_t>();
     t.added_.emplace_back(content, id);
+    if (!content.empty()) t.added_first_byte_[static_cast<uint8_t>(content[0])] = true;
     t.vocab_size_ = std::max<int64_t>(t.vocab_size_, int64_t{id} + 1);
   }
   std::sort(t.added_.begin(), t.added_.end(),
@@ -215,6 +216,10 @@ std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
   std::vector<int32_t> out;
   size_t segment = 0;
   for (size_t i = 0; i < text.size();) {
+    if (!added_first_byte_[static_cast<uint8_t>(text[i])]) {  // no added token starts here
+      ++i;
+      continue;
+    }
     bool matched = false;
     for (const auto& [content, id] : added_) {
       if (!content.empty() && text.compare(i, content.size(), content) == 0) {

@@ -15,6 +15,7 @@
 //                  fallback, no dropout
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -54,6 +55,7 @@ class BpeTokenizer {
   std::unordered_map<std::string, int32_t> vocab_;
   std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_;  // -> (rank, id)
   std::vector<std::pair<std::string, int32_t>> added_;  // longest first
+  std::array<bool, 256> added_first_byte_{};  // bytes an added token starts with
   bool ignore_merges_ = false;
   bool nfc_ = false;  // the normalizer: Unicode NFC before pre-tokenizing
   int64_t vocab_size_ = 0;

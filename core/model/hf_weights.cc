@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 
 namespace memsweep::model {
 namespace {
@@ -15,83 +16,69 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
-}  // namespace
+// One Hugging Face tensor: its shape and the memsweep parameters it fills.
+struct TensorLayout {
+  std::vector<int64_t> shape;
+  std::vector<ParameterSlice> slices;
+};
 
-std::map<std::string, std::vector<ParameterSlice>> HuggingFaceParameters(const LlamaConfig& c) {
-  std::map<std::string, std::vector<ParameterSlice>> out;
-  out["model.embed_tokens.weight"] = {{"embed_tokens"}};
-  out["model.norm.weight"] = {{"norm.weight"}};
-  if (!c.tie_word_embeddings) out["lm_head.weight"] = {{"lm_head"}};
-  const int64_t q = c.QDim(), kv = c.KvDim(), inter = c.intermediate_size;
+// Every tensor of a checkpoint of `c`, the one enumeration both the check and the load use.
+std::map<std::string, TensorLayout> Layout(const LlamaConfig& c) {
+  const int64_t h = c.hidden_size, q = c.QDim(), kv = c.KvDim(), inter = c.intermediate_size;
+  std::map<std::string, TensorLayout> out;
+  out["model.embed_tokens.weight"] = {{c.vocab_size, h}, {{"embed_tokens"}}};
+  out["model.norm.weight"] = {{h}, {{"norm.weight"}}};
+  if (!c.tie_word_embeddings) out["lm_head.weight"] = {{c.vocab_size, h}, {{"lm_head"}}};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".";
     const std::string ms = "layer" + std::to_string(i) + ".";
-    out[hf + "input_layernorm.weight"] = {{ms + "input_layernorm.weight"}};
-    out[hf + "post_attention_layernorm.weight"] = {{ms + "post_attention_layernorm.weight"}};
-    out[hf + "self_attn.o_proj.weight"] = {{ms + "o_proj"}};
-    out[hf + "mlp.down_proj.weight"] = {{ms + "down_proj"}};
-    if (c.model_type == "phi3") {
+    const auto whole = [&](const std::string& name, std::vector<int64_t> shape,
+                           const std::string& parameter) {
+      out[hf + name] = {std::move(shape), {{ms + parameter}}};
+    };
+    whole("input_layernorm.weight", {h}, "input_layernorm.weight");
+    whole("post_attention_layernorm.weight", {h}, "post_attention_layernorm.weight");
+    whole("self_attn.o_proj.weight", {h, q}, "o_proj");
+    whole("mlp.down_proj.weight", {h, inter}, "down_proj");
+    if (c.model_type == "phi3") {  // fused: rows [q | k | v] and [gate | up]
       out[hf + "self_attn.qkv_proj.weight"] = {
-          {ms + "q_proj", 0, q}, {ms + "k_proj", q, kv}, {ms + "v_proj", q + kv, kv}};
-      out[hf + "mlp.gate_up_proj.weight"] = {{ms + "gate_proj", 0, inter},
-                                             {ms + "up_proj", inter, inter}};
+          {q + 2 * kv, h},
+          {{ms + "q_proj", 0, q}, {ms + "k_proj", q, kv}, {ms + "v_proj", q + kv, kv}}};
+      out[hf + "mlp.gate_up_proj.weight"] = {
+          {2 * inter, h}, {{ms + "gate_proj", 0, inter}, {ms + "up_proj", inter, inter}}};
     } else {
-      for (const char* p : {"q", "k", "v"}) {
-        out[hf + "self_attn." + p + "_proj.weight"] = {{ms + p + "_proj"}};
-      }
-      for (const char* p : {"gate", "up"}) out[hf + "mlp." + p + "_proj.weight"] = {{ms + p + "_proj"}};
+      whole("self_attn.q_proj.weight", {q, h}, "q_proj");
+      whole("self_attn.k_proj.weight", {kv, h}, "k_proj");
+      whole("self_attn.v_proj.weight", {kv, h}, "v_proj");
+      whole("mlp.gate_proj.weight", {inter, h}, "gate_proj");
+      whole("mlp.up_proj.weight", {inter, h}, "up_proj");
     }
     if (c.qkv_bias) {
-      for (const char* p : {"q", "k", "v"}) {
-        out[hf + "self_attn." + p + "_proj.bias"] = {{ms + p + "_proj_bias"}};
-      }
+      whole("self_attn.q_proj.bias", {q}, "q_proj_bias");
+      whole("self_attn.k_proj.bias", {kv}, "k_proj_bias");
+      whole("self_attn.v_proj.bias", {kv}, "v_proj_bias");
     }
-    if (c.o_bias) out[hf + "self_attn.o_proj.bias"] = {{ms + "o_proj_bias"}};
+    if (c.o_bias) whole("self_attn.o_proj.bias", {h}, "o_proj_bias");
     if (c.mlp_bias) {
-      for (const char* p : {"gate", "up", "down"}) {
-        out[hf + "mlp." + p + "_proj.bias"] = {{ms + p + "_proj_bias"}};
-      }
+      whole("mlp.gate_proj.bias", {inter}, "gate_proj_bias");
+      whole("mlp.up_proj.bias", {inter}, "up_proj_bias");
+      whole("mlp.down_proj.bias", {h}, "down_proj_bias");
     }
   }
   return out;
 }
 
+}  // namespace
+
+std::map<std::string, std::vector<ParameterSlice>> HuggingFaceParameters(const LlamaConfig& c) {
+  std::map<std::string, std::vector<ParameterSlice>> out;
+  for (auto& [name, layout] : Layout(c)) out[name] = std::move(layout.slices);
+  return out;
+}
+
 std::vector<ExpectedTensor> HuggingFaceTensors(const LlamaConfig& c) {
-  const int64_t h = c.hidden_size, q = c.QDim(), kv = c.KvDim(), inter = c.intermediate_size;
-  std::map<std::string, std::vector<int64_t>> shapes;
-  shapes["model.embed_tokens.weight"] = {c.vocab_size, h};
-  shapes["model.norm.weight"] = {h};
-  if (!c.tie_word_embeddings) shapes["lm_head.weight"] = {c.vocab_size, h};
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string hf = "model.layers." + std::to_string(i) + ".";
-    shapes[hf + "input_layernorm.weight"] = {h};
-    shapes[hf + "post_attention_layernorm.weight"] = {h};
-    shapes[hf + "self_attn.o_proj.weight"] = {h, q};
-    shapes[hf + "mlp.down_proj.weight"] = {h, inter};
-    if (c.model_type == "phi3") {
-      shapes[hf + "self_attn.qkv_proj.weight"] = {q + 2 * kv, h};
-      shapes[hf + "mlp.gate_up_proj.weight"] = {2 * inter, h};
-    } else {
-      shapes[hf + "self_attn.q_proj.weight"] = {q, h};
-      shapes[hf + "self_attn.k_proj.weight"] = {kv, h};
-      shapes[hf + "self_attn.v_proj.weight"] = {kv, h};
-      shapes[hf + "mlp.gate_proj.weight"] = {inter, h};
-      shapes[hf + "mlp.up_proj.weight"] = {inter, h};
-    }
-    if (c.qkv_bias) {
-      shapes[hf + "self_attn.q_proj.bias"] = {q};
-      shapes[hf + "self_attn.k_proj.bias"] = {kv};
-      shapes[hf + "self_attn.v_proj.bias"] = {kv};
-    }
-    if (c.o_bias) shapes[hf + "self_attn.o_proj.bias"] = {h};
-    if (c.mlp_bias) {
-      shapes[hf + "mlp.gate_proj.bias"] = {inter};
-      shapes[hf + "mlp.up_proj.bias"] = {inter};
-      shapes[hf + "mlp.down_proj.bias"] = {h};
-    }
-  }
   std::vector<ExpectedTensor> out;
-  for (auto& [name, shape] : shapes) out.push_back({name, shape});
+  for (auto& [name, layout] : Layout(c)) out.push_back({name, std::move(layout.shape)});
   return out;
 }
 
