@@ -103,7 +103,10 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
                "\": memsweep reads byte-level BPE tokenizers (Llama-3, Qwen2, Phi-4); "
                "SentencePiece models are not supported yet");
   }
-  if (model.value("byte_fallback", false)) throw fail("byte_fallback BPE is not supported");
+  if (model.value("byte_fallback", false)) {
+    throw fail("byte_fallback BPE (a tokenizer converted from SentencePiece, as Llama-2's and "
+               "Mistral's are) is not read from tokenizer.json: name the model's tokenizer.model");
+  }
   if (!model.value("dropout", json()).is_null() && model.value("dropout", 0.0) != 0.0) {
     throw fail("BPE dropout is not supported (training data must tokenize deterministically)");
   }

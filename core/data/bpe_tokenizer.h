@@ -19,31 +19,27 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "core/data/text_tokenizer.h"
+
 namespace memsweep::data {
 
-class TokenizerError : public std::runtime_error {
- public:
-  explicit TokenizerError(const std::string& message) : std::runtime_error(message) {}
-};
-
-class BpeTokenizer {
+class BpeTokenizer : public TextTokenizer {
  public:
   // Throws TokenizerError naming the file and what it cannot read.
   static BpeTokenizer Load(const std::string& path);
-  ~BpeTokenizer();
+  ~BpeTokenizer() override;
   BpeTokenizer(BpeTokenizer&&) noexcept;
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
 
-  std::vector<int32_t> Encode(std::string_view text) const;
+  std::vector<int32_t> Encode(std::string_view text) const override;
   // The id of a token's text (an added token such as "<|begin_of_text|>"), or -1.
-  int32_t TokenId(const std::string& token) const;
-  int64_t VocabSize() const;  // largest id + 1
+  int32_t TokenId(const std::string& token) const override;
+  int64_t VocabSize() const override;  // largest id + 1
 
  private:
   BpeTokenizer();

@@ -22,17 +22,16 @@ std::string SpecialToken(const nlohmann::json& config, const char* key) {
 
 }  // namespace
 
-std::string TokenizerFile(const std::string& path) {
-  namespace fs = std::filesystem;
-  return fs::is_directory(path) ? (fs::path(path) / "tokenizer.json").string() : path;
-}
-
 DocumentEncoder::DocumentEncoder(const DataConfig& config) {
   if (config.tokenizer.empty()) return;
   const std::string file = TokenizerFile(config.tokenizer);
-  bpe_ = std::make_unique<BpeTokenizer>(BpeTokenizer::Load(file));
+  tokenizer_ = LoadTextTokenizer(file);
   const auto config_file = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
-  if (!std::filesystem::exists(config_file)) return;  // no BOS, no EOS
+  if (!std::filesystem::exists(config_file)) {
+    bos_ = tokenizer_->OwnBos();
+    eos_ = tokenizer_->OwnEos();
+    return;
+  }
   nlohmann::json tokenizer_config;
   try {
     std::ifstream in(config_file);
@@ -43,7 +42,7 @@ DocumentEncoder::DocumentEncoder(const DataConfig& config) {
   const auto id_of = [&](const char* key) {
     const std::string token = SpecialToken(tokenizer_config, key);
     if (token.empty()) return -1;
-    const int32_t id = bpe_->TokenId(token);
+    const int32_t id = tokenizer_->TokenId(token);
     if (id < 0) {
       throw TokenizerError(config_file.string() + ": " + key + " \"" + token +
                            "\" is not a token of " + file);
@@ -56,24 +55,25 @@ DocumentEncoder::DocumentEncoder(const DataConfig& config) {
 
 std::vector<int32_t> DocumentEncoder::Encode(const std::string& prompt, const std::string& text,
                                              size_t* prompt_tokens) const {
-  if (bpe_ == nullptr) {
+  if (tokenizer_ == nullptr) {
     std::vector<int32_t> ids = data::Encode(prompt + text);
     if (prompt_tokens != nullptr) *prompt_tokens = 1 + prompt.size();  // BOS + the prompt's bytes
     return ids;
   }
   std::vector<int32_t> ids;
   if (bos_ >= 0) ids.push_back(bos_);
-  const std::vector<int32_t> head = bpe_->Encode(prompt);
+  const std::vector<int32_t> head = tokenizer_->Encode(prompt);
   ids.insert(ids.end(), head.begin(), head.end());
   if (prompt_tokens != nullptr) *prompt_tokens = ids.size();
-  const std::vector<int32_t> body = bpe_->Encode(text);
+  const std::vector<int32_t> body = tokenizer_->Encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
   if (eos_ >= 0) ids.push_back(eos_);
   return ids;
 }
 
 int64_t DocumentEncoder::VocabSize() const {
-  return bpe_ == nullptr ? kByteVocabSize : std::max<int64_t>(bpe_->VocabSize(), kPadId + 1);
+  return tokenizer_ == nullptr ? kByteVocabSize
+                             : std::max<int64_t>(tokenizer_->VocabSize(), kPadId + 1);
 }
 
 }  // namespace memsweep::data

@@ -1,12 +1,14 @@
 // DocumentEncoder: a document's text (or prompt and completion) → token ids, with the run's
-// tokenizer: memsweep's byte tokenizer by default, or a Hugging Face byte-level BPE
-// ([data] tokenizer = tokenizer.json or its directory; bpe_tokenizer.h).
+// tokenizer: memsweep's byte tokenizer by default, or a real one ([data] tokenizer = a Hugging
+// Face tokenizer.json, a SentencePiece tokenizer.model, or the model directory; text_tokenizer.h).
 //
-// With a Hugging Face tokenizer a document is [BOS] + ids(text) + [EOS]: BOS is the
+// With a real tokenizer a document is [BOS] + ids(text) + [EOS]: BOS is the
 // tokenizer_config.json's bos_token when it has one and add_bos_token is not false (Llama-3:
 // <|begin_of_text|>; Qwen2: none), EOS its eos_token when it has one (Llama-3: <|end_of_text|>,
-// Qwen2: <|endoftext|>), so that packed documents stay apart. A prompt/completion pair is encoded
-// in two parts, prompt then completion.
+// Qwen2: <|endoftext|>), so that packed documents stay apart. Without a tokenizer_config.json
+// beside the file they are the model file's own (a SentencePiece model's <s> and </s>; a
+// tokenizer.json defines none). A prompt/completion pair is encoded in two parts, prompt then
+// completion.
 //
 //   DocumentEncoder encoder(config);                  // loads the tokenizer once
 //   std::vector<int32_t> ids = encoder.Encode("", text);
@@ -17,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/data/bpe_tokenizer.h"
+#include "core/data/text_tokenizer.h"
 #include "memsweep/data_config.h"
 
 namespace memsweep::data {
@@ -34,11 +36,8 @@ class DocumentEncoder {
   int64_t VocabSize() const;
 
  private:
-  std::unique_ptr<BpeTokenizer> bpe_;  // null: the byte tokenizer
+  std::unique_ptr<TextTokenizer> tokenizer_;  // null: the byte tokenizer
   int32_t bos_ = -1, eos_ = -1;
 };
-
-// The tokenizer.json a [data] tokenizer path names (the file, or tokenizer.json in the directory).
-std::string TokenizerFile(const std::string& path);
 
 }  // namespace memsweep::data

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # memsweep's training throughput against a plain PyTorch eager loop (not run by ctest): the
-# `small` preset, B x T packed rows (no padding), fp32, attention/eager, 2 threads, in rounds
+# `small` preset, B x T packed rows (no padding), fp32, attention/eager unless ATTENTION says, 2 threads, in rounds
 # that alternate which runs first. memsweep: `memsweep worker` on one cell; the plain loop:
 # tests/bench/plain_eager_loop.py (Hugging Face transformers' LlamaForCausalLM, torch.optim.AdamW)
 # in memsweep's torch environment (transformers pinned there). Prints tokens/s of both per
 # round, memsweep's MFU, and the median over rounds of the per-round ratio.
 # With BASELINE=/path/to/another/memsweep (an older build, say), that binary runs the same cell in
 # every round too, so a change's before and after are measured in one run.
-# Usage: [BASELINE=...] tests/bench/plain_eager_bench.sh [rounds] [batch] [seq_len] [steps]
+# ATTENTION picks memsweep's attention plugin (default eager) and PLAIN_ATTN the plain loop's
+# attn_implementation (eager, the default, or sdpa: ATen's fused kernel, transformers' default).
+# Usage: [BASELINE=...] [ATTENTION=flash] [PLAIN_ATTN=sdpa] tests/bench/plain_eager_bench.sh [rounds] [batch] [seq_len] [steps]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/build/release/memsweep"
@@ -15,6 +17,8 @@ rounds="${1:-3}"
 batch="${2:-4}"
 seq="${3:-512}"
 steps="${4:-8}"
+attention="${ATTENTION:-eager}"
+plain_attn="${PLAIN_ATTN:-eager}"
 python=$("$here/tools/setup-references")
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -38,10 +42,12 @@ micro_batch_size = $batch
 seq_len = $seq
 [strategies.packing]
 plugin = "concat"
+[strategies.attention]
+plugin = "$attention"
 TOML
 "$bin" plan "$work/plain.toml" --write-cells "$work/cells" > /dev/null
 cell=$(ls "$work"/cells/*.toml | head -1)
-echo "plain_eager_bench: small preset, ${batch}x${seq} packed, fp32, $steps measured steps, $rounds rounds"
+echo "plain_eager_bench: small preset, ${batch}x${seq} packed, fp32, $steps measured steps, $rounds rounds; memsweep attention/$attention, plain loop attn_implementation=$plain_attn"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16)$' | tr '\n' ' ')load $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 baseline_ratios=()
@@ -60,7 +66,7 @@ for round in $(seq 1 "$rounds"); do
   }
   run_plain() {
     plain=$("$python" "$here/tests/bench/plain_eager_loop.py" --batch "$batch" --seq-len "$seq" \
-              --steps "$steps" --threads 2 | sed -E 's/.*tokens\/s ([0-9.]+).*/\1/')
+              --steps "$steps" --threads 2 --attn "$plain_attn" | sed -E 's/.*tokens\/s ([0-9.]+).*/\1/')
   }
   if [ $((round % 2)) -eq 1 ]; then run_memsweep; run_plain; else run_plain; run_memsweep; fi
   ratio=$(echo "$ms / $plain" | bc -l)

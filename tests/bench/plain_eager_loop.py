@@ -9,7 +9,7 @@ over every next token. Prints the median step time and tokens/s over the measure
 Needs the environment memsweep's set-up installs torch into, plus transformers (pinned below).
 
   plain_eager_loop.py [--batch 4] [--seq-len 512] [--steps 8] [--warmup 2] [--threads 2]
-                      [--profile]   # per-op CPU time of one step (torch.profiler)
+                      [--attn eager|sdpa] [--profile]   # per-op CPU time of one step (torch.profiler)
 """
 import argparse
 import statistics
@@ -28,6 +28,8 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--attn", choices=["eager", "sdpa"], default="eager",
+                        help="transformers' attn_implementation (sdpa: ATen's fused attention)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if transformers.__version__ != PINNED_TRANSFORMERS:
@@ -39,7 +41,7 @@ def main():
         vocab_size=8192, hidden_size=512, intermediate_size=1376, num_hidden_layers=8,
         num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=4096,
         rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
-        attention_bias=False, mlp_bias=False, attn_implementation="eager")
+        attention_bias=False, mlp_bias=False, attn_implementation=args.attn)
     model = transformers.LlamaForCausalLM(config).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     ids = torch.randint(0, config.vocab_size, (args.batch, args.seq_len))
@@ -62,7 +64,7 @@ def main():
     tokens = args.batch * args.seq_len
     params = sum(p.numel() for p in model.parameters())
     print(f"plain_eager_loop torch {torch.__version__} transformers {transformers.__version__} "
-          f"threads {torch.get_num_threads()} params {params} batch {args.batch}x{args.seq_len}: "
+          f"attn {args.attn} threads {torch.get_num_threads()} params {params} batch {args.batch}x{args.seq_len}: "
           f"step median {median * 1e3:.1f} ms, tokens/s {tokens / median:.1f}")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile

@@ -1,0 +1,156 @@
+// SentencePiece models (tokenizer.model) through libsentencepiece: a model trained here by the
+// same library reads back with its pieces, BOS/EOS and byte fallback, and feeds the data
+// pipeline and a training run; and, against the `sentencepiece` Python package, the published
+// Mistral-7B-v0.1 tokenizer.model and two models trained on the bundled corpus
+// (tests/core/data/sentencepiece_reference/make_references.py) give identical ids on every corpus
+// document and a Unicode torture text. Run by ctest as SentencePieceReference
+// (tests/support/reference_test.sh makes the references); without
+// MEMSWEEP_SENTENCEPIECE_REFERENCE_DIR that comparison skips, saying so.
+#include "core/data/sentencepiece_tokenizer.h"
+
+#include <gtest/gtest.h>
+#include <sentencepiece_trainer.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/data/document_encoder.h"
+#include "memsweep/token_sequences.h"
+#include "support/run_configs.h"
+
+namespace memsweep::data {
+namespace {
+
+// A 600-piece BPE model with byte fallback trained on the bundled corpus, once per test binary.
+const std::string& TrainedModelDir() {
+  static const std::string dir = [] {
+    const std::string out = ::testing::TempDir() + "sentencepiece-model";
+    std::filesystem::create_directories(out);
+    const std::string text = out + "/corpus.txt";
+    {
+      std::ifstream in(testing_support::SourcePath("experiments/data/devils-dictionary.jsonl"));
+      std::ofstream corpus(text);
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty()) corpus << nlohmann::json::parse(line).at("text").get<std::string>() << "\n";
+      }
+    }
+    const auto status = sentencepiece::SentencePieceTrainer::Train(
+        "--input=" + text + " --model_prefix=" + out + "/tokenizer --vocab_size=600" +
+        " --model_type=bpe --byte_fallback=true --num_threads=1 --minloglevel=2");
+    if (!status.ok()) throw std::runtime_error("training failed: " + status.ToString());
+    return out;
+  }();
+  return dir;
+}
+
+TEST(SentencePieceTokenizerTest, ReadsAModelWithItsPiecesBosEosAndByteFallback) {
+  const auto tokenizer = SentencePieceTokenizer::Load(TrainedModelDir() + "/tokenizer.model");
+  EXPECT_EQ(tokenizer->VocabSize(), 600);
+  EXPECT_EQ(tokenizer->OwnBos(), tokenizer->TokenId("<s>"));
+  EXPECT_EQ(tokenizer->OwnEos(), tokenizer->TokenId("</s>"));
+  EXPECT_EQ(tokenizer->OwnBos(), 1);
+  EXPECT_EQ(tokenizer->OwnEos(), 2);
+  EXPECT_EQ(tokenizer->TokenId("no such piece"), -1);
+  // A word of the corpus is fewer pieces than letters (merged); an emoji it never saw falls back
+  // to its four UTF-8 bytes, each a <0xNN> piece.
+  const std::vector<int32_t> word = tokenizer->Encode("dictionary");
+  EXPECT_GE(word.size(), 1u);
+  EXPECT_LT(word.size(), std::string("dictionary").size());
+  const std::vector<int32_t> emoji = tokenizer->Encode("\xF0\x9F\x98\x80");  // U+1F600
+  const std::vector<int32_t> bytes = {tokenizer->TokenId("<0xF0>"), tokenizer->TokenId("<0x9F>"),
+                                      tokenizer->TokenId("<0x98>"), tokenizer->TokenId("<0x80>")};
+  ASSERT_GE(emoji.size(), 4u);
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), emoji.end() - 4));
+  for (int32_t id : tokenizer->Encode("Any text at all, 12345.")) {
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, 600);
+  }
+}
+
+// A directory with both files (as Llama-2 and Mistral ship) reads tokenizer.model; with no
+// tokenizer_config.json beside it, every document is <s> + ids + </s>, and it trains.
+TEST(SentencePieceTokenizerTest, ADataTokenizerDirectoryUsesTheModelWithItsBosAndEos) {
+  const std::string dir = TrainedModelDir();
+  std::ofstream(dir + "/tokenizer.json") << "{}";  // would fail to load, were it chosen
+  EXPECT_EQ(TokenizerFile(dir), dir + "/tokenizer.model");
+  DataConfig config;
+  config.path = testing_support::SourcePath("experiments/data/devils-dictionary.jsonl");
+  config.seq_len = 100000;
+  config.tokenizer = dir;
+  const TokenSequences sequences = LoadTokenSequences(config, LongDocuments::kKeep);
+  const auto tokenizer = SentencePieceTokenizer::Load(dir + "/tokenizer.model");
+  std::ifstream in(config.path);
+  std::string first;
+  std::getline(in, first);
+  std::vector<int32_t> expected = {1};
+  const std::vector<int32_t> body =
+      tokenizer->Encode(nlohmann::json::parse(first).at("text").get<std::string>());
+  expected.insert(expected.end(), body.begin(), body.end());
+  expected.push_back(2);
+  ASSERT_EQ(sequences.Length(0), static_cast<int64_t>(expected.size()));
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), sequences.Data(0)));
+
+  const train::RunResult run = testing_support::Train(
+      testing_support::TinyRun(2, {"data.tokenizer=\"" + dir + "\"", "model.vocab_size=600"}));
+  EXPECT_EQ(run.status, train::RunStatus::kOk) << run.error;
+}
+
+TEST(SentencePieceTokenizerTest, RefusesAMissingOrForeignFileNamingIt) {
+  const std::string path = ::testing::TempDir() + "not-a-model.model";
+  std::ofstream(path) << "this is not a serialized ModelProto";
+  try {
+    SentencePieceTokenizer::Load(path);
+    FAIL() << "expected a TokenizerError";
+  } catch (const TokenizerError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": not a SentencePiece model", 0), 0u) << e.what();
+  }
+  try {
+    testing_support::TinyRun(1, {"data.tokenizer=\"" + ::testing::TempDir() + "missing.model\""});
+    FAIL() << "expected a ConfigError";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.model: no such file"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SentencePieceTokenizerTest, IdsEqualSentencePieceOnTheCorpusAndTortureText) {
+  const char* dir = std::getenv("MEMSWEEP_SENTENCEPIECE_REFERENCE_DIR");
+  if (dir == nullptr) {
+    GTEST_SKIP() << "needs MEMSWEEP_SENTENCEPIECE_REFERENCE_DIR: ctest runs it through "
+                    "SentencePieceReference (tests/support/reference_test.sh)";
+  }
+  for (const std::string name : {"mistral_published", "llama2_style", "unigram"}) {
+    const auto tokenizer = SentencePieceTokenizer::Load(std::string(dir) + "/" + name + ".model");
+    std::ifstream in(std::string(dir) + "/" + name + ".ids.json");
+    const nlohmann::json reference = nlohmann::json::parse(in);
+    const auto& texts = reference.at("texts");
+    const auto& ids = reference.at("ids");
+    ASSERT_GT(texts.size(), 1000u);
+    int64_t total = 0, mismatched = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::vector<int32_t> got = tokenizer->Encode(texts[i].get<std::string>());
+      total += static_cast<int64_t>(got.size());
+      if (got != ids[i].get<std::vector<int32_t>>()) {
+        ++mismatched;
+        ADD_FAILURE() << name << ": text " << i << " (" << texts[i].dump().substr(0, 80)
+                      << ") gives other ids than sentencepiece";
+      }
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s: %lld pieces, %zu texts, %lld ids, %lld mismatches, %.3f s\n", name.c_str(),
+                static_cast<long long>(tokenizer->VocabSize()), texts.size(),
+                static_cast<long long>(total), static_cast<long long>(mismatched), seconds);
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::data
