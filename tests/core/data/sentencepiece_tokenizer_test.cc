@@ -21,6 +21,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "core/data/document_encoder.h"
 #include "memsweep/token_sequences.h"
 #include "support/run_configs.h"
@@ -28,10 +30,12 @@
 namespace memsweep::data {
 namespace {
 
-// A 600-piece BPE model with byte fallback trained on the bundled corpus, once per test binary.
+// A 600-piece BPE model with byte fallback trained on the bundled corpus, once per test process,
+// in a folder of its own (ctest runs the tests of this file in parallel processes).
 const std::string& TrainedModelDir() {
   static const std::string dir = [] {
-    const std::string out = ::testing::TempDir() + "sentencepiece-model";
+    const std::string out =
+        ::testing::TempDir() + "sentencepiece-model-" + std::to_string(::getpid());
     std::filesystem::create_directories(out);
     const std::string text = out + "/corpus.txt";
     {
@@ -47,6 +51,10 @@ const std::string& TrainedModelDir() {
     if (!status.ok()) throw std::runtime_error("training failed: " + status.ToString());
     return out;
   }();
+  // Removed when the process ends.
+  static const struct Cleanup {
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup;
   return dir;
 }
 
