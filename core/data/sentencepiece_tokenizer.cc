@@ -21,7 +21,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::Load(const std::
   const sentencepiece::util::Status status = tokenizer->processor_->Load(path);
   if (!status.ok()) {
     throw TokenizerError(path + ": not a SentencePiece model (" + status.ToString() +
-                         "); a Hugging Face tokenizer.json is read when the path names it");
+                         "): give the model's own tokenizer.model, or name its Hugging Face tokenizer.json");
   }
   return tokenizer;
 }
