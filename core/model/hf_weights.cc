@@ -116,10 +116,21 @@ void CheckWeights(const SafetensorsSet& set, const LlamaConfig& config) {
   }
 }
 
-void LoadWeights(LlamaModelImpl& model, const SafetensorsSet& set) {
+void LoadWeights(LlamaModelImpl& model, const SafetensorsSet& set,
+                 const std::vector<at::Tensor>* only) {
   torch::NoGradGuard no_grad;
   const auto parameters = model.named_parameters();
+  const auto wanted = [&](const std::vector<ParameterSlice>& destinations) {
+    if (only == nullptr) return true;
+    for (const ParameterSlice& d : destinations) {
+      for (const at::Tensor& p : *only) {
+        if (p.is_same(parameters[d.parameter])) return true;
+      }
+    }
+    return false;
+  };
   for (const auto& [hf_name, destinations] : HuggingFaceParameters(model.config())) {
+    if (!wanted(destinations)) continue;
     const TensorEntry* entry = set.Find(hf_name);
     TORCH_CHECK(entry != nullptr, "LoadWeights: ", hf_name, " missing (call CheckWeights first)");
     const at::Tensor source = set.Read(*entry);

@@ -42,7 +42,9 @@ std::vector<ExpectedTensor> HuggingFaceTensors(const LlamaConfig& config);
 void CheckWeights(const SafetensorsSet& set, const LlamaConfig& config);
 
 // Copies every tensor into `model`'s parameters (which keep their dtype and device). Call
-// CheckWeights first.
-void LoadWeights(LlamaModelImpl& model, const SafetensorsSet& set);
+// CheckWeights first. With `only` (a model built group by group): just the tensors that fill
+// those parameters.
+void LoadWeights(LlamaModelImpl& model, const SafetensorsSet& set,
+                 const std::vector<at::Tensor>* only = nullptr);
 
 }  // namespace memsweep::model

@@ -12,15 +12,41 @@ namespace {
 
 constexpr double kInitStd = 0.02;  // Hugging Face's initializer_range for Llama
 
-at::Tensor NormalWeight(int64_t rows, int64_t cols) {
-  return at::empty({rows, cols}).normal_(0.0, kInitStd);
+// How a parameter starts: weight matrices N(0, kInitStd), norm weights ones, biases zeros.
+enum class Init { kNormal, kOnes, kZeros };
+
+at::Tensor Initialised(at::IntArrayRef sizes, Init init) {
+  switch (init) {
+    case Init::kNormal: return at::empty(sizes).normal_(0.0, kInitStd);
+    case Init::kOnes: return at::ones(sizes);
+    case Init::kZeros: return at::zeros(sizes);
+  }
+  return {};
+}
+
+// A new parameter: initialised now, or (deferred) its shape and dtype over a storage of 0 bytes.
+at::Tensor NewParameter(at::IntArrayRef sizes, Init init, Construction construction) {
+  if (construction == Construction::kNow) return Initialised(sizes, init);
+  at::Tensor shell = at::empty({0});
+  shell.unsafeGetTensorImpl()->set_sizes_contiguous(sizes);
+  return shell;
+}
+
+// Gives a deferred parameter its memory and initial values (the same Variable: modules and
+// optimizers holding it see the values).
+void BuildParameter(at::Tensor& parameter, Init init) {
+  if (!parameter.defined()) return;
+  torch::NoGradGuard no_grad;
+  parameter.set_data(Initialised(parameter.sizes(), init));
 }
 
 }  // namespace
 
-RmsNormImpl::RmsNormImpl(int64_t dim, double eps) : eps_(eps) {
-  weight_ = register_parameter("weight", at::ones({dim}));
+RmsNormImpl::RmsNormImpl(int64_t dim, double eps, Construction construction) : eps_(eps) {
+  weight_ = register_parameter("weight", NewParameter({dim}, Init::kOnes, construction));
 }
+
+void RmsNormImpl::Build() { BuildParameter(weight_, Init::kOnes); }
 
 at::Tensor RmsNormImpl::forward(const at::Tensor& x) {
   const at::Tensor x32 = x.to(at::kFloat);
@@ -28,31 +54,47 @@ at::Tensor RmsNormImpl::forward(const at::Tensor& x) {
   return weight_ * normed.to(x.scalar_type());
 }
 
-DecoderBlockImpl::DecoderBlockImpl(const LlamaConfig& config) : config_(config) {
+DecoderBlockImpl::DecoderBlockImpl(const LlamaConfig& config, Construction construction)
+    : config_(config) {
   const int64_t h = config.hidden_size, q = config.QDim(), kv = config.KvDim();
   const int64_t inter = config.intermediate_size;
-  input_norm_ = register_module("input_layernorm", RmsNorm(h, config.rms_norm_eps));
-  q_proj_ = register_parameter("q_proj", NormalWeight(q, h));
-  k_proj_ = register_parameter("k_proj", NormalWeight(kv, h));
-  v_proj_ = register_parameter("v_proj", NormalWeight(kv, h));
-  o_proj_ = register_parameter("o_proj", NormalWeight(h, q));
-  post_attention_norm_ =
-      register_module("post_attention_layernorm", RmsNorm(h, config.rms_norm_eps));
-  gate_proj_ = register_parameter("gate_proj", NormalWeight(inter, h));
-  up_proj_ = register_parameter("up_proj", NormalWeight(inter, h));
-  down_proj_ = register_parameter("down_proj", NormalWeight(h, inter));
+  const auto weight = [&](int64_t rows, int64_t cols) {
+    return NewParameter({rows, cols}, Init::kNormal, construction);
+  };
+  const auto bias = [&](int64_t n) { return NewParameter({n}, Init::kZeros, construction); };
+  input_norm_ =
+      register_module("input_layernorm", RmsNorm(h, config.rms_norm_eps, construction));
+  q_proj_ = register_parameter("q_proj", weight(q, h));
+  k_proj_ = register_parameter("k_proj", weight(kv, h));
+  v_proj_ = register_parameter("v_proj", weight(kv, h));
+  o_proj_ = register_parameter("o_proj", weight(h, q));
+  post_attention_norm_ = register_module("post_attention_layernorm",
+                                         RmsNorm(h, config.rms_norm_eps, construction));
+  gate_proj_ = register_parameter("gate_proj", weight(inter, h));
+  up_proj_ = register_parameter("up_proj", weight(inter, h));
+  down_proj_ = register_parameter("down_proj", weight(h, inter));
   // Biases start at zero (Hugging Face's initialisation), after the weights: the presets, which
   // have none, draw the same random weights as before.
   if (config.qkv_bias) {
-    q_bias_ = register_parameter("q_proj_bias", at::zeros({q}));
-    k_bias_ = register_parameter("k_proj_bias", at::zeros({kv}));
-    v_bias_ = register_parameter("v_proj_bias", at::zeros({kv}));
+    q_bias_ = register_parameter("q_proj_bias", bias(q));
+    k_bias_ = register_parameter("k_proj_bias", bias(kv));
+    v_bias_ = register_parameter("v_proj_bias", bias(kv));
   }
-  if (config.o_bias) o_bias_ = register_parameter("o_proj_bias", at::zeros({h}));
+  if (config.o_bias) o_bias_ = register_parameter("o_proj_bias", bias(h));
   if (config.mlp_bias) {
-    gate_bias_ = register_parameter("gate_proj_bias", at::zeros({inter}));
-    up_bias_ = register_parameter("up_proj_bias", at::zeros({inter}));
-    down_bias_ = register_parameter("down_proj_bias", at::zeros({h}));
+    gate_bias_ = register_parameter("gate_proj_bias", bias(inter));
+    up_bias_ = register_parameter("up_proj_bias", bias(inter));
+    down_bias_ = register_parameter("down_proj_bias", bias(h));
+  }
+}
+
+void DecoderBlockImpl::Build() {  // the constructor's order: the same random draws
+  input_norm_->Build();
+  for (at::Tensor* w : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) BuildParameter(*w, Init::kNormal);
+  post_attention_norm_->Build();
+  for (at::Tensor* w : {&gate_proj_, &up_proj_, &down_proj_}) BuildParameter(*w, Init::kNormal);
+  for (at::Tensor* b : {&q_bias_, &k_bias_, &v_bias_, &o_bias_, &gate_bias_, &up_bias_, &down_bias_}) {
+    BuildParameter(*b, Init::kZeros);
   }
 }
 
@@ -119,17 +161,42 @@ std::vector<Block*> LlamaModelImpl::Blocks() const {
   return blocks;
 }
 
-LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config) : config_(config) {
-  embed_tokens_ = register_parameter("embed_tokens", NormalWeight(config.vocab_size,
-                                                                  config.hidden_size));
+LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config, Construction construction)
+    : config_(config) {
+  const auto weight = [&](int64_t rows, int64_t cols) {
+    return NewParameter({rows, cols}, Init::kNormal, construction);
+  };
+  embed_tokens_ = register_parameter("embed_tokens", weight(config.vocab_size, config.hidden_size));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    blocks_.push_back(register_module("layer" + std::to_string(i), DecoderBlock(config)));
+    blocks_.push_back(register_module("layer" + std::to_string(i), DecoderBlock(config, construction)));
   }
-  final_norm_ = register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps));
+  final_norm_ = register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps, construction));
   lm_head_ = config.tie_word_embeddings
                  ? embed_tokens_
-                 : register_parameter("lm_head", NormalWeight(config.vocab_size,
-                                                              config.hidden_size));
+                 : register_parameter("lm_head", weight(config.vocab_size, config.hidden_size));
+  // Built now: nothing left for BuildGroup.
+  if (construction == Construction::kNow) next_group_ = BuildGroupCount();
+}
+
+std::vector<at::Tensor> LlamaModelImpl::BuildGroup(size_t group) {
+  TORCH_CHECK(group == next_group_ && group < BuildGroupCount(), "LlamaModel::BuildGroup(", group,
+              "): groups are built once each, in order (next: ", next_group_, ")");
+  ++next_group_;
+  if (group == 0) {
+    BuildParameter(embed_tokens_, Init::kNormal);
+    return {embed_tokens_};
+  }
+  if (group <= blocks_.size()) {
+    blocks_[group - 1]->Build();
+    return blocks_[group - 1]->Parameters();
+  }
+  std::vector<at::Tensor> rest = final_norm_->parameters();
+  final_norm_->Build();
+  if (!config_.tie_word_embeddings) {
+    BuildParameter(lm_head_, Init::kNormal);
+    rest.push_back(lm_head_);
+  }
+  return rest;
 }
 
 at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& position_ids,

@@ -13,6 +13,12 @@
 //   model->SetAttention(attention);
 //   at::Tensor logits = model->forward(batch.input_ids, batch.position_ids);
 //   at::Tensor loss = NextTokenLoss(logits, batch.targets, /*normalizer=*/batch.real_tokens);
+//
+// Built group by group (the trainer's model stage): LlamaModel(config, kDeferred) holds every
+// parameter with its shape and dtype but no memory (a storage of 0 bytes); BuildGroup(g) for
+// g = 0 .. BuildGroupCount() - 1 — the embedding, each decoder block, the final norm and LM head
+// — initialises that group's parameters. Drawn in the same order from the same generator, the
+// values are bitwise those of the model built at once.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -26,10 +32,14 @@
 
 namespace memsweep::model {
 
+// LlamaModel(config, kDeferred): parameters without memory until BuildGroup.
+enum class Construction { kNow, kDeferred };
+
 class RmsNormImpl : public torch::nn::Module {
  public:
-  RmsNormImpl(int64_t dim, double eps);
+  RmsNormImpl(int64_t dim, double eps, Construction construction = Construction::kNow);
   at::Tensor forward(const at::Tensor& x);
+  void Build();  // ones
 
  private:
   at::Tensor weight_;
@@ -39,7 +49,10 @@ TORCH_MODULE(RmsNorm);
 
 class DecoderBlockImpl : public torch::nn::Module, public Block {
  public:
-  explicit DecoderBlockImpl(const LlamaConfig& config);
+  explicit DecoderBlockImpl(const LlamaConfig& config,
+                            Construction construction = Construction::kNow);
+  // Initialises a deferred block's parameters, drawing in the constructor's order.
+  void Build();
   // x: [B, T, hidden]; cos, sin: [B, 1, T, head_dim].
   at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                      const AttentionInputs& inputs, const AttentionFn& attention);
@@ -68,7 +81,12 @@ TORCH_MODULE(DecoderBlock);
 
 class LlamaModelImpl : public torch::nn::Module, public Model {
  public:
-  explicit LlamaModelImpl(const LlamaConfig& config);
+  explicit LlamaModelImpl(const LlamaConfig& config,
+                          Construction construction = Construction::kNow);
+  // Deferred construction: 1 + layers + 1 groups, built in order. BuildGroup returns the
+  // group's parameters, now initialised on the CPU.
+  size_t BuildGroupCount() const { return blocks_.size() + 2; }
+  std::vector<at::Tensor> BuildGroup(size_t group);
   // input_ids, position_ids (and segment_ids, see AttentionInputs): [B, T] int64.
   // Returns logits [B, T, vocab].
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& position_ids,
@@ -91,6 +109,7 @@ class LlamaModelImpl : public torch::nn::Module, public Model {
   std::vector<DecoderBlock> blocks_;
   RmsNorm final_norm_{nullptr};
   at::Tensor lm_head_;  // [vocab, hidden]; the embedding itself when tied
+  size_t next_group_ = 0;  // deferred construction: the next group BuildGroup builds
 };
 TORCH_MODULE(LlamaModel);
 

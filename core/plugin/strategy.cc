@@ -12,6 +12,7 @@ namespace memsweep {
 Strategy::~Strategy() = default;
 void Strategy::OnStageBegin(Stage, RunContext&) {}
 void Strategy::OnStageEnd(Stage, RunContext&) {}
+void Strategy::OnParametersBuilt(const std::vector<size_t>&, RunContext&) {}
 bool Strategy::MathPreserving() const { return true; }
 std::string Strategy::DeviceRefusal(c10::DeviceType) const { return ""; }
 std::string AllocatorStrategy::DeviceAllocatorSettings() const { return ""; }

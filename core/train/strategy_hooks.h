@@ -7,6 +7,7 @@
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/train/active_strategy.h"
 #include "memsweep/strategy.h"
@@ -25,6 +26,8 @@ class StrategyHooks {
 
   void Begin(Stage stage, RunContext& context) const;
   void End(Stage stage, RunContext& context) const;
+  // Strategy::OnParametersBuilt on every strategy, in End's order.
+  void ParametersBuilt(const std::vector<size_t>& built, RunContext& context) const;
 
   // The strategy of `slot` as interface T, or PluginError if the slot is empty or the plugin
   // does not implement T.

@@ -199,15 +199,32 @@ class RunLoop {
   // checkpointing slot's block runner (ZeRO-3 gathers around it).
   void Model() {
     stages_.Begin(Stage::kModel, -1);
-    // Initialised on the CPU from the seed (or loaded from [model] weights), then moved: the same
-    // weights on every device.
+    // Built group by group — the embedding, each decoder block, the final norm and LM head —
+    // each initialised on the CPU from the seed (or loaded from [model] weights), moved to the
+    // device (the same weights on every device), and handed to the strategies
+    // (OnParametersBuilt: precision converts it, ZeRO partitions it) before the next group
+    // exists, so the whole model is never held twice.
     torch::manual_seed(cfg_.experiment.seed);
-    state_.model = model::LlamaModel(cfg_.model.llama);
-    if (!cfg_.model.weights.empty()) {
-      model::LoadWeights(*state_.model, model::OpenSafetensors(cfg_.model.weights));
-    }
-    if (!device_.is_cpu()) state_.model->to(device_);
+    state_.model = model::LlamaModel(cfg_.model.llama, model::Construction::kDeferred);
     context_.model = state_.model.get();
+    std::optional<model::SafetensorsSet> weights;
+    if (!cfg_.model.weights.empty()) weights = model::OpenSafetensors(cfg_.model.weights);
+    const std::vector<at::Tensor> parameters = state_.model->Parameters();
+    for (size_t group = 0; group < state_.model->BuildGroupCount(); ++group) {
+      std::vector<at::Tensor> built = state_.model->BuildGroup(group);
+      if (weights) model::LoadWeights(*state_.model, *weights, &built);
+      std::vector<size_t> indices;
+      for (at::Tensor& p : built) {
+        if (!device_.is_cpu()) {
+          torch::NoGradGuard no_grad;
+          p.set_data(p.to(device_));
+        }
+        for (size_t i = 0; i < parameters.size(); ++i) {
+          if (parameters[i].is_same(p)) indices.push_back(i);
+        }
+      }
+      hooks_.ParametersBuilt(indices, context_);
+    }
     auto [attention, attention_plugin] = hooks_.Get<AttentionStrategy>(Slot::kAttention);
     model::AttentionFn attend =
         CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });

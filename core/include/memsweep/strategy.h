@@ -106,6 +106,16 @@ class Strategy {
   virtual ~Strategy();
   virtual void OnStageBegin(Stage stage, RunContext& context);
   virtual void OnStageEnd(Stage stage, RunContext& context);
+  // The model stage builds the model one group at a time — the embedding, each decoder block in
+  // order, then the final norm and LM head — and calls this after each group, before the next
+  // is built, on every strategy in the order of a stage's end (precision before sharding).
+  // `built`: indices into context.model->Parameters() of the group's parameters, now
+  // initialised (or loaded from [model] weights) and on the run's device. Parameters not built
+  // yet are on the meta device: shape and dtype, no memory. A strategy that converts or
+  // partitions parameters does it here, group by group, so the whole model never exists at once
+  // in its initial form beside its converted or partitioned one (DeepSpeed's zero.Init).
+  // OnStageEnd(model) follows once every group is built. Default: nothing.
+  virtual void OnParametersBuilt(const std::vector<size_t>& built, RunContext& context);
   // True when the strategy leaves the training math unchanged (loss-equivalence checks).
   virtual bool MathPreserving() const;
   // Why this strategy cannot run on a device of this type ("" = it can), in

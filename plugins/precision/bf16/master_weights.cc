@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -10,9 +11,17 @@
 namespace memsweep::plugins::precision {
 
 MasterWeights MasterWeights::Convert(const std::vector<at::Tensor>& parameters) {
-  torch::NoGradGuard no_grad;
   MasterWeights weights;
+  weights.Add(parameters);
+  return weights;
+}
+
+void MasterWeights::Add(const std::vector<at::Tensor>& parameters) {
+  torch::NoGradGuard no_grad;
   for (const at::Tensor& p : parameters) {
+    const bool converted = std::any_of(parameters_.begin(), parameters_.end(),
+                                       [&](const at::Tensor& done) { return done.is_same(p); });
+    if (converted) continue;
     if (p.scalar_type() != at::kFloat) {
       throw std::invalid_argument("precision/bf16 expects fp32 parameters to convert, found " +
                                   std::string(c10::toString(p.scalar_type())));
@@ -21,10 +30,9 @@ MasterWeights MasterWeights::Convert(const std::vector<at::Tensor>& parameters) 
     // storage, so the master owns the original values and no extra fp32 copy is made.
     at::Tensor master = p.detach().requires_grad_(true);
     p.set_data(p.to(at::kBFloat16));
-    weights.parameters_.push_back(p);
-    weights.masters_.push_back(std::move(master));
+    parameters_.push_back(p);
+    masters_.push_back(std::move(master));
   }
-  return weights;
 }
 
 std::vector<at::Tensor> MasterWeights::MastersFor(const std::vector<at::Tensor>& parameters) const {

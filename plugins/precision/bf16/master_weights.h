@@ -25,6 +25,8 @@ class MasterWeights {
   // Converts every fp32 parameter to bf16 in place (the tensor object stays the same, so the
   // model keeps using it) and keeps its previous fp32 storage as the master copy.
   static MasterWeights Convert(const std::vector<at::Tensor>& parameters);
+  // Converts those of `parameters` not converted yet (a model built group by group).
+  void Add(const std::vector<at::Tensor>& parameters);
 
   // The master of each given parameter, in the same order; throws std::invalid_argument for a
   // parameter that Convert did not see.

@@ -1,8 +1,9 @@
-// precision/bf16: bf16 parameters and gradients, fp32 master weights and AdamW state. The model's
-// parameters become bf16 at the end of the model stage, so the whole forward and backward pass
-// runs in bf16 (norm statistics, softmax and the loss stay fp32, see README.md); the optimizer
-// updates the fp32 masters, which are copied back into the parameters after every update — or,
-// under a ZeRO sharding plugin, hands the masters over to it (it keeps their partitions).
+// precision/bf16: bf16 parameters and gradients, fp32 master weights and AdamW state. Each group
+// of the model's parameters becomes bf16 as the model stage builds it (its fp32 values become the
+// masters), so the whole forward and backward pass runs in bf16 (norm statistics, softmax and the
+// loss stay fp32, see README.md); the optimizer updates the fp32 masters, which are copied back
+// into the parameters after every update — or, under a ZeRO sharding plugin, hands the masters
+// over to it (it keeps their partitions).
 #include "master_weights.h"
 #include "memsweep/plugin.h"
 
@@ -35,8 +36,17 @@ class Bf16MasterWeights final : public memsweep::PrecisionStrategy {
     if (stage == memsweep::Stage::kOptimizerStep) weights_.GradientsToMasters();
   }
 
+  // Each group of parameters becomes bf16 as soon as it is built; the end of the model stage
+  // converts whatever a host did not hand over group by group.
+  void OnParametersBuilt(const std::vector<size_t>& built, memsweep::RunContext& context) override {
+    const std::vector<at::Tensor> parameters = context.model->Parameters();
+    std::vector<at::Tensor> group;
+    for (size_t i : built) group.push_back(parameters[i]);
+    weights_.Add(group);
+  }
+
   void OnStageEnd(memsweep::Stage stage, memsweep::RunContext& context) override {
-    if (stage == memsweep::Stage::kModel) weights_ = MasterWeights::Convert(context.model->Parameters());
+    if (stage == memsweep::Stage::kModel) weights_.Add(context.model->Parameters());
     if (stage == memsweep::Stage::kOptimizerStep) weights_.MastersToParameters();
   }
 

@@ -8,18 +8,27 @@
 
 namespace memsweep::sharding {
 
-void RequireFlatDtype(const std::vector<at::Tensor>& params, const char* plugin) {
-  const at::ScalarType dtype = params.front().scalar_type();
-  for (const at::Tensor& p : params) {
-    if ((p.scalar_type() != at::kFloat && p.scalar_type() != at::kBFloat16) ||
-        p.scalar_type() != dtype) {
-      throw std::invalid_argument(
-          std::string(plugin) + " needs parameters all fp32 or all bf16, found " +
-          std::string(c10::toString(dtype)) + " and " +
-          std::string(c10::toString(p.scalar_type())) +
-          "; use precision \"fp32\", \"bf16\" or \"bf16-autocast\" with it");
-    }
+namespace {
+
+void RequireDtype(const at::Tensor& p, at::ScalarType dtype, const char* plugin) {
+  if ((p.scalar_type() != at::kFloat && p.scalar_type() != at::kBFloat16) ||
+      p.scalar_type() != dtype) {
+    throw std::invalid_argument(
+        std::string(plugin) + " needs parameters all fp32 or all bf16, found " +
+        std::string(c10::toString(dtype)) + " and " + std::string(c10::toString(p.scalar_type())) +
+        "; use precision \"fp32\", \"bf16\" or \"bf16-autocast\" with it");
   }
+}
+
+}  // namespace
+
+void RequireFlatDtype(const std::vector<at::Tensor>& params, const char* plugin) {
+  for (const at::Tensor& p : params) RequireDtype(p, params.front().scalar_type(), plugin);
+}
+
+void RequireFlatDtype(const std::vector<at::Tensor>& params, const std::vector<size_t>& indices,
+                      at::ScalarType dtype, const char* plugin) {
+  for (size_t i : indices) RequireDtype(params[i], dtype, plugin);
 }
 
 FlatPartition::FlatPartition(const std::vector<at::Tensor>& params, int world, int rank_)
@@ -32,14 +41,21 @@ FlatPartition::FlatPartition(const std::vector<at::Tensor>& params, int world, i
 }
 
 at::Tensor FlattenParameters(std::vector<at::Tensor>& params, const FlatPartition& layout) {
-  torch::NoGradGuard no_grad;
   at::Tensor flat = at::zeros({layout.Padded()}, params.front().options());
-  for (size_t i = 0; i < params.size(); ++i) {
+  std::vector<size_t> all(params.size());
+  for (size_t i = 0; i < params.size(); ++i) all[i] = i;
+  FlattenInto(params, all, layout, flat);
+  return flat;
+}
+
+void FlattenInto(std::vector<at::Tensor>& params, const std::vector<size_t>& indices,
+                 const FlatPartition& layout, at::Tensor& flat) {
+  torch::NoGradGuard no_grad;
+  for (size_t i : indices) {
     at::Tensor view = flat.narrow(0, layout.offsets[i], params[i].numel()).view(params[i].sizes());
     view.copy_(params[i]);
     params[i].set_data(view);
   }
-  return flat;
 }
 
 void AttachGradients(std::vector<at::Tensor>& params, const at::Tensor& flat_grad,

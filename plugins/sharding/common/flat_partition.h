@@ -19,6 +19,9 @@ namespace memsweep::sharding {
 // dtype: fp32, or bf16 under precision/bf16, whose fp32 master copies the plugins then take over
 // as partitions (AdoptMasters). Anything else is refused with what to use instead.
 void RequireFlatDtype(const std::vector<at::Tensor>& params, const char* plugin);
+// The parameters `indices` of `params` must have `dtype`, fp32 or bf16 (the same refusal).
+void RequireFlatDtype(const std::vector<at::Tensor>& params, const std::vector<size_t>& indices,
+                      at::ScalarType dtype, const char* plugin);
 
 struct FlatPartition {
   FlatPartition() = default;
@@ -36,6 +39,10 @@ struct FlatPartition {
 // Copies every parameter into one flat buffer (zero padding at the end) and points each
 // parameter at its slice; the parameters' previous storages are freed.
 at::Tensor FlattenParameters(std::vector<at::Tensor>& params, const FlatPartition& layout);
+// The same for the parameters `indices` only, into `flat` (a model built group by group: the
+// flat buffer exists from the first group on, each group is moved into it as it is built).
+void FlattenInto(std::vector<at::Tensor>& params, const std::vector<size_t>& indices,
+                 const FlatPartition& layout, at::Tensor& flat);
 
 // Points each parameter's .grad at its slice of `flat_grad`, so that backward accumulates
 // there in place (autograd adds into an existing .grad).

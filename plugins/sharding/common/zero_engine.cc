@@ -81,12 +81,28 @@ void ZeroEngine::AddModelState(ModelStateTensors& state) const {
   optimizer_.AddModelState(state);
 }
 
+void ZeroEngine::ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx) {
+  if (built.empty()) return;
+  const char* plugin = options_.stage == 1 ? "sharding/zero1" : "sharding/zero2";
+  if (!flat_params_.defined()) {
+    comm_ = ctx.comm;
+    params_ = ctx.model->Parameters();  // the groups not built yet: shapes only
+    layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
+    RequireFlatDtype(params_, built, params_[built.front()].scalar_type(), plugin);
+    flat_params_ = at::zeros({layout_.Padded()}, params_[built.front()].options());
+  }
+  RequireFlatDtype(params_, built, flat_params_.scalar_type(), plugin);
+  FlattenInto(params_, built, layout_, flat_params_);
+}
+
 void ZeroEngine::Partition(RunContext& ctx) {
-  comm_ = ctx.comm;
-  params_ = ctx.model->Parameters();
-  RequireFlatDtype(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
-  layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
-  flat_params_ = FlattenParameters(params_, layout_);
+  if (!flat_params_.defined()) {  // not built group by group: the whole model at once
+    comm_ = ctx.comm;
+    params_ = ctx.model->Parameters();
+    RequireFlatDtype(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
+    layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
+    flat_params_ = FlattenParameters(params_, layout_);
+  }
   if (options_.stage == 2) {
     groups_ = GroupByBlock(*ctx.model, params_);
     grads_ = GradientGroups(params_, groups_.groups, layout_);

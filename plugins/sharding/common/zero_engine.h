@@ -56,6 +56,9 @@ class ZeroEngine final : public BlockBackwardListener {
   void OnStageBegin(Stage stage, RunContext& ctx);
 
   void OnStageEnd(Stage stage, RunContext& ctx);
+  // A model built group by group: the flat parameter buffer is allocated with the first group
+  // and each group moves into it as it is built (never the whole model twice).
+  void ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx);
 
   // Stages 1 and 2 keep every parameter on every rank: blocks run as they are; stage 2 marks
   // them so that each block's gradients are reduced as soon as its backward is done.

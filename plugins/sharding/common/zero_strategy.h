@@ -21,6 +21,9 @@ class ZeroStrategy : public ShardingStrategy {
   bool MathPreserving() const override { return true; }
   void OnStageBegin(Stage stage, RunContext& ctx) override { engine_.OnStageBegin(stage, ctx); }
   void OnStageEnd(Stage stage, RunContext& ctx) override { engine_.OnStageEnd(stage, ctx); }
+  void OnParametersBuilt(const std::vector<size_t>& built, RunContext& ctx) override {
+    engine_.ParametersBuilt(built, ctx);
+  }
   bool OwnsOptimizerStep() const override { return true; }
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) override {
     return engine_.OptimizerStep(ctx, spec);

@@ -24,37 +24,40 @@ void Dematerialize(const at::Tensor& flat) {
 
 }  // namespace
 
-ParamUnits::ParamUnits(std::vector<at::Tensor>& params,
-                       const std::vector<std::vector<size_t>>& groups,
+ParamUnits::ParamUnits(std::vector<at::Tensor>& params, size_t groups,
                        int64_t persistence_threshold, const FlatPartition& layout,
                        at::Tensor owned)
-    : params_(params), layout_(layout), owned_(std::move(owned)) {
+    : params_(params),
+      layout_(layout),
+      owned_(std::move(owned)),
+      partitioned_of_group_(groups, -1),
+      persistence_threshold_(persistence_threshold) {}
+
+void ParamUnits::AddGroup(size_t g, const std::vector<size_t>& indices) {
   torch::NoGradGuard no_grad;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    ParamUnit partitioned, persistent;
-    persistent.persistent = true;
-    for (size_t index : groups[g]) {
-      ParamUnit& unit = params_[index].numel() < persistence_threshold ? persistent : partitioned;
-      unit.params.push_back(index);
-      unit.offsets.push_back(unit.numel);
-      unit.numel += params_[index].numel();
+  ParamUnit partitioned, persistent;
+  persistent.persistent = true;
+  for (size_t index : indices) {
+    ParamUnit& unit = params_[index].numel() < persistence_threshold_ ? persistent : partitioned;
+    unit.params.push_back(index);
+    unit.offsets.push_back(unit.numel);
+    unit.numel += params_[index].numel();
+  }
+  if (!partitioned.params.empty()) partitioned_of_group_[g] = static_cast<int>(units_.size());
+  for (ParamUnit* unit : {&partitioned, &persistent}) {
+    if (unit->params.empty()) continue;
+    // One unit at a time: the model's own copy of these parameters is freed by set_data.
+    unit->flat = at::empty({unit->numel}, params_[unit->params.front()].options());
+    for (size_t i = 0; i < unit->params.size(); ++i) {
+      at::Tensor& p = params_[unit->params[i]];
+      CopyIntoPartition(p, layout_.offsets[unit->params[i]], layout_, owned_);
+      at::Tensor view = unit->flat.narrow(0, unit->offsets[i], p.numel()).view(p.sizes());
+      view.copy_(p);
+      p.set_data(view);
     }
-    partitioned_of_group_.push_back(partitioned.params.empty() ? -1 : static_cast<int>(units_.size()));
-    for (ParamUnit* unit : {&partitioned, &persistent}) {
-      if (unit->params.empty()) continue;
-      // One unit at a time: the model's own copy of these parameters is freed by set_data.
-      unit->flat = at::empty({unit->numel}, params_.front().options());
-      for (size_t i = 0; i < unit->params.size(); ++i) {
-        at::Tensor& p = params_[unit->params[i]];
-        CopyIntoPartition(p, layout_.offsets[unit->params[i]], layout_, owned_);
-        at::Tensor view = unit->flat.narrow(0, unit->offsets[i], p.numel()).view(p.sizes());
-        view.copy_(p);
-        p.set_data(view);
-      }
-      unit->gathered = true;
-      units_.push_back(std::move(*unit));
-      if (!units_.back().persistent) Release(static_cast<int>(units_.size()) - 1);
-    }
+    unit->gathered = true;
+    units_.push_back(std::move(*unit));
+    if (!units_.back().persistent) Release(static_cast<int>(units_.size()) - 1);
   }
 }
 

@@ -31,11 +31,14 @@ struct ParamUnit {
 
 class ParamUnits {
  public:
-  // groups[g]: parameter indices of group g (a block, or everything outside the blocks).
-  // Takes over the parameters' memory: each parameter becomes a view into its unit, and this
-  // rank's partition is copied into `owned` (P elements, allocated by the caller).
-  ParamUnits(std::vector<at::Tensor>& params, const std::vector<std::vector<size_t>>& groups,
-             int64_t persistence_threshold, const FlatPartition& layout, at::Tensor owned);
+  // `groups` groups, added with AddGroup (each once, in any order).
+  ParamUnits(std::vector<at::Tensor>& params, size_t groups, int64_t persistence_threshold,
+             const FlatPartition& layout, at::Tensor owned);
+  // Group g's parameters (indices into params, a block's or everything outside the blocks):
+  // takes over their memory — each becomes a view into its unit, this rank's part is copied into
+  // `owned` (P elements, allocated by the caller) and the unit released unless persistent. Only
+  // one group's parameters are held twice at a time.
+  void AddGroup(size_t g, const std::vector<size_t>& indices);
 
   // Unit of group g's partitioned (non-persistent) parameters; -1 when it has none.
   int PartitionedUnit(size_t group) const { return partitioned_of_group_[group]; }
@@ -55,6 +58,7 @@ class ParamUnits {
   at::Tensor owned_;
   std::vector<ParamUnit> units_;
   std::vector<int> partitioned_of_group_;
+  int64_t persistence_threshold_ = 0;
 };
 
 }  // namespace memsweep::sharding

@@ -2,7 +2,9 @@
 
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "../common/collectives.h"
 
@@ -19,18 +21,49 @@ Zero3Engine::Zero3Engine(Zero3Options options)
   }
 }
 
-void Zero3Engine::Partition(RunContext& ctx) {
+void Zero3Engine::BeginPartition(RunContext& ctx, at::ScalarType dtype) {
   comm_ = ctx.comm;
-  params_ = ctx.model->Parameters();
-  RequireFlatDtype(params_, "sharding/zero3");
+  params_ = ctx.model->Parameters();  // parameters not built yet: shapes only
   layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
   groups_ = GroupByBlock(*ctx.model, params_);
   blocks_ = groups_.blocks;
-  at::Tensor owned = options_.offload_param
-                         ? ctx.host_pool->Zeros({layout_.partition}, params_.front().scalar_type())
-                         : at::zeros({layout_.partition}, params_.front().options());
-  units_ = std::make_unique<ParamUnits>(params_, groups_.groups,
+  const at::TensorOptions options = at::TensorOptions().dtype(dtype).device(ctx.device);
+  at::Tensor owned = options_.offload_param ? ctx.host_pool->Zeros({layout_.partition}, dtype)
+                                            : at::zeros({layout_.partition}, options);
+  units_ = std::make_unique<ParamUnits>(params_, groups_.groups.size(),
                                         options_.param_persistence_threshold, layout_, owned);
+  built_.assign(params_.size(), false);
+  group_added_.assign(groups_.groups.size(), false);
+}
+
+void Zero3Engine::ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx) {
+  if (built.empty()) return;
+  if (!units_) BeginPartition(ctx, ctx.model->Parameters()[built.front()].scalar_type());
+  RequireFlatDtype(params_, built, units_->Owned().scalar_type(), "sharding/zero3");
+  for (size_t i : built) built_[i] = true;
+  for (size_t g = 0; g < groups_.groups.size(); ++g) {
+    if (group_added_[g]) continue;
+    const auto& group = groups_.groups[g];
+    if (!std::all_of(group.begin(), group.end(), [&](size_t i) { return built_[i]; })) continue;
+    units_->AddGroup(g, group);
+    group_added_[g] = true;
+  }
+}
+
+void Zero3Engine::Partition(RunContext& ctx) {
+  if (!units_) {  // not built group by group: the whole model at once
+    const std::vector<at::Tensor> params = ctx.model->Parameters();
+    RequireFlatDtype(params, "sharding/zero3");
+    std::vector<size_t> all(params.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    ParametersBuilt(all, ctx);
+  }
+  for (size_t g = 0; g < group_added_.size(); ++g) {
+    if (!group_added_[g]) {
+      throw std::logic_error("sharding/zero3: the model stage ended with group " +
+                             std::to_string(g) + "'s parameters not all built");
+    }
+  }
   grads_ = GradientGroups(params_, groups_.groups, layout_);
 }
 

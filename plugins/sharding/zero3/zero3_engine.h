@@ -48,6 +48,10 @@ class Zero3Engine final : public BlockBackwardListener {
 
   void OnStageBegin(Stage stage, RunContext& ctx);
   void OnStageEnd(Stage stage, RunContext& ctx);
+  // A model built group by group (DeepSpeed's zero.Init): each ZeRO group (a block, or the
+  // parameters outside the blocks) is partitioned as soon as all its parameters are built, so a
+  // rank never holds the whole model — its partition, plus the groups not complete yet.
+  void ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx);
   // bf16 parameters: keeps this rank's partition of the precision slot's fp32 master copies.
   void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated);
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec);
@@ -61,6 +65,7 @@ class Zero3Engine final : public BlockBackwardListener {
  private:
   Communicator& Comm() { return comm_ != nullptr ? *comm_ : solo_; }
   void Partition(RunContext& ctx);
+  void BeginPartition(RunContext& ctx, at::ScalarType dtype);
   void GatherBlock(size_t block, int direction);
 
   Zero3Options options_;
@@ -71,6 +76,8 @@ class Zero3Engine final : public BlockBackwardListener {
   std::unique_ptr<ParamUnits> units_;
   BlockGroups groups_;
   size_t blocks_ = 0;  // groups 0..blocks_-1 are the blocks, group blocks_ the rest
+  std::vector<bool> built_;        // per parameter: built (handed to ParametersBuilt)
+  std::vector<bool> group_added_;  // per group: partitioned
   GradientGroups grads_;
   at::Tensor owned_grad_;
   PartitionOptimizer optimizer_;

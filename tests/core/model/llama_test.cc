@@ -64,6 +64,40 @@ TEST(LlamaModelTest, SameSeedGivesSameWeights) {
   for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(at::equal(pa[i], pb[i]));
 }
 
+// Deferred construction (the trainer's model stage): every parameter has its shape and no memory
+// until its group is built; built group by group from the same seed, the weights are bitwise
+// those of the model built at once — for untied and tied embeddings, with every kind of bias.
+TEST(LlamaModelTest, BuiltGroupByGroupGivesTheSameWeightsAndNoMemoryBefore) {
+  for (const bool tied : {false, true}) {
+    LlamaConfig config = *LlamaPreset("tiny");
+    config.tie_word_embeddings = tied;
+    config.qkv_bias = config.o_bias = config.mlp_bias = true;
+    torch::manual_seed(11);
+    LlamaModel now(config);
+    torch::manual_seed(11);
+    LlamaModel deferred(config, Construction::kDeferred);
+    const auto expected = now->parameters(), got = deferred->parameters();
+    ASSERT_EQ(expected.size(), got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].sizes(), expected[i].sizes()) << i;
+      EXPECT_EQ(got[i].storage().nbytes(), 0u) << i;
+    }
+    EXPECT_EQ(deferred->BuildGroupCount(), static_cast<size_t>(config.num_hidden_layers) + 2);
+    EXPECT_THROW(deferred->BuildGroup(1), c10::Error);  // in order only
+    size_t built = 0;
+    for (size_t g = 0; g < deferred->BuildGroupCount(); ++g) {
+      const std::vector<at::Tensor> group = deferred->BuildGroup(g);
+      built += group.size();
+      for (const at::Tensor& p : group) EXPECT_EQ(p.storage().nbytes(), p.nbytes());
+    }
+    EXPECT_EQ(built, got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(at::equal(got[i], expected[i])) << "parameter " << i << (tied ? " (tied)" : "");
+    }
+    EXPECT_THROW(deferred->BuildGroup(deferred->BuildGroupCount()), c10::Error);
+  }
+}
+
 TEST(AttentionTest, GroupedQueryHeadsMatchExplicitlyRepeatedHeads) {
   const at::Tensor q = at::randn({2, 4, 6, 8});
   const at::Tensor k = at::randn({2, 2, 6, 8});

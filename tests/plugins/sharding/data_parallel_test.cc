@@ -322,5 +322,71 @@ TEST(DataParallel, MixedPrecisionModelStatePerRankFollowsTheZeroFormulas) {
   }
 }
 
+// The model stage builds the model group by group and each strategy converts or partitions a
+// group before the next exists (Strategy::OnParametersBuilt), so no rank ever holds the whole
+// model twice. On 4 ranks, a tiny model with 8 blocks and tied embeddings (Ψ = 396,352, the
+// largest group a block of 45,440 ≈ 0.115Ψ): the model stage's peak on rank 0 (timeline, stage
+// "model") must stay within what the group-by-group build holds at most —
+//   ddp fp32:    the whole model, 4Ψ                         (a sanity check: nothing to save)
+//   zero1/zero2: the flat buffer 4Ψ + one group in fp32 4G    (at once: 8Ψ, flat + parameters)
+//   zero3 fp32:  the partition 4Ψ/N + the embedding 4E + one group twice 8G
+//                                                             (at once: 4Ψ, the whole model)
+//   zero3 bf16:  the fp32 masters 4Ψ + the bf16 partition 2Ψ/N + the embedding 2E + one group's
+//                bf16 and its unit 4G                         (at once: 6Ψ, masters + bf16 model)
+//   zero1/2 bf16: masters 4Ψ + the bf16 flat buffer 2Ψ + one group's bf16 2G  (at once: 8Ψ)
+// with G the largest group, E the embedding (ZeRO-3 gathers it with the final norm and LM head as
+// one unit, so it is partitioned with them, when the last group is built) and 64 KiB for the
+// stage's other allocations. Each bound is below what building the model at once holds.
+TEST(DataParallel, TheModelStageNeverHoldsTheWholeModelTwice) {
+  const fs::path dir = FreshTempDir("dp_build");
+  const fs::path file = WriteExperiment(dir, "build", R"toml(
+[matrix]
+"strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
+"strategies.precision.plugin" = ["fp32", "bf16"]
+)toml", "", "");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep(
+      "run " + file.string() + " --db " + db.string() + " --set experiment.steps=1" +
+      " --set experiment.warmup_steps=0 --set device.world_size=4" +
+      " --set model.num_hidden_layers=8 --set model.tie_word_embeddings=true");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  model::LlamaConfig config = *model::LlamaPreset("tiny");
+  config.num_hidden_layers = 8;
+  config.tie_word_embeddings = true;
+  const double h = config.hidden_size, q = config.QDim(), kv = config.KvDim();
+  const double block = 2 * h + 2 * h * q + 2 * h * kv + 3 * h * config.intermediate_size;
+  const double embedding = static_cast<double>(config.vocab_size) * h, rest = embedding + h;
+  const double psi = config.num_hidden_layers * block + rest, g = std::max(block, rest), n = 4;
+  const double padded = std::ceil(psi / n) * n, slack = 64 * 1024;
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows = read.Query(
+      "SELECT json_extract(r.params_json, '$.\"strategies.sharding.plugin\"'), "
+      "json_extract(r.params_json, '$.\"strategies.precision.plugin\"'), m.parameters, "
+      "t.peak_bytes FROM runs r JOIN run_metrics m ON m.run_id = r.id "
+      "JOIN memory_timeline t ON t.run_id = r.id WHERE t.stage = 'model'");
+  ASSERT_EQ(rows.rows.size(), 8u) << out.output;
+  for (const auto& row : rows.rows) {
+    const std::string plugin = *row[0], precision = *row[1];
+    const double peak = std::stod(*row[3]);
+    ASSERT_EQ(std::stod(*row[2]), psi);
+    const bool bf16 = precision == "bf16";
+    double bound = 0, at_once = 0;
+    if (plugin == "ddp") {
+      bound = bf16 ? 6 * psi : 4 * psi;  // masters + bf16 model, or the model
+      EXPECT_GE(peak, bound) << "ddp " << precision << " holds the whole model";
+      bound += 2 * g;
+    } else if (plugin == "zero3") {
+      bound = bf16 ? 4 * psi + 2 * padded / n + 2 * embedding + 4 * g
+                   : 4 * padded / n + 4 * embedding + 8 * g;
+      at_once = bf16 ? 6 * psi : 4 * psi;
+    } else {
+      bound = bf16 ? 4 * psi + 2 * padded + 2 * g : 4 * padded + 4 * g;
+      at_once = 8 * psi;
+    }
+    EXPECT_LE(peak, bound + slack) << plugin << " " << precision;
+    if (at_once > 0) EXPECT_LT(bound + slack, at_once) << plugin << " " << precision;
+  }
+}
+
 }  // namespace
 }  // namespace memsweep::dist
