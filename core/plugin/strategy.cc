@@ -52,6 +52,12 @@ void ShardingStrategy::AdoptOptimizerParameters(RunContext& context,
         "parameters themselves (\"fp32\", \"bf16-autocast\")");
   }
 }
+bool ShardingStrategy::AdoptsOptimizerParametersByGroup() const { return false; }
+void ShardingStrategy::AdoptGroupOptimizerParameters(RunContext&, const std::vector<size_t>&,
+                                                     std::vector<at::Tensor>) {
+  throw std::logic_error("this sharding strategy does not adopt the optimizer's tensors by group "
+                         "(AdoptsOptimizerParametersByGroup is false)");
+}
 double ShardingStrategy::OptimizerStep(RunContext&, const OptimizerStepSpec&) {
   throw std::logic_error("this sharding strategy does not own the optimizer step");
 }

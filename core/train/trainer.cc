@@ -210,6 +210,11 @@ class RunLoop {
     std::optional<model::SafetensorsSet> weights;
     if (!cfg_.model.weights.empty()) weights = model::OpenSafetensors(cfg_.model.weights);
     const std::vector<at::Tensor> parameters = state_.model->Parameters();
+    std::tie(sharding_, sharding_plugin_) = hooks_.Get<ShardingStrategy>(Slot::kSharding);
+    auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
+    adopted_by_group_ = CallPlugin(*sharding_plugin_, "model", [&] {
+      return sharding_->OwnsOptimizerStep() && sharding_->AdoptsOptimizerParametersByGroup();
+    });
     for (size_t group = 0; group < state_.model->BuildGroupCount(); ++group) {
       std::vector<at::Tensor> built = state_.model->BuildGroup(group);
       if (weights) model::LoadWeights(*state_.model, *weights, &built);
@@ -224,6 +229,16 @@ class RunLoop {
         }
       }
       hooks_.ParametersBuilt(indices, context_);
+      if (adopted_by_group_) {  // the group's master copies (if any) partitioned now
+        std::vector<at::Tensor> group;
+        for (size_t i : indices) group.push_back(parameters[i]);
+        std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "model", [&] {
+          return precision->HandOverOptimizerParameters(group);
+        });
+        CallPlugin(*sharding_plugin_, "model", [&] {
+          sharding_->AdoptGroupOptimizerParameters(context_, indices, std::move(updated));
+        });
+      }
     }
     auto [attention, attention_plugin] = hooks_.Get<AttentionStrategy>(Slot::kAttention);
     model::AttentionFn attend =
@@ -238,7 +253,6 @@ class RunLoop {
         hooks_.Get<CheckpointingStrategy>(Slot::kCheckpointing);
     model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",
                                            [&] { return checkpointing->MakeBlockRunner(); });
-    std::tie(sharding_, sharding_plugin_) = hooks_.Get<ShardingStrategy>(Slot::kSharding);
     state_.model->SetBlockRunner(CallPlugin(*sharding_plugin_, "model", [&] {
       return sharding_->WrapBlockRunner(std::move(runner));
     }));
@@ -271,13 +285,16 @@ class RunLoop {
     auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
     if (sharded_step_) {
       // The precision slot's master copies (if any) move to the sharding slot, which keeps its
-      // partition of them; the full copies are freed when this scope ends.
-      std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
-        return precision->HandOverOptimizerParameters(state_.model->parameters());
-      });
-      CallPlugin(*sharding_plugin_, "optimizer", [&] {
-        sharding_->AdoptOptimizerParameters(context_, std::move(updated));
-      });
+      // partition of them; the full copies are freed when this scope ends. (A sharding slot
+      // that adopts by group took them in the model stage.)
+      if (!adopted_by_group_) {
+        std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
+          return precision->HandOverOptimizerParameters(state_.model->parameters());
+        });
+        CallPlugin(*sharding_plugin_, "optimizer", [&] {
+          sharding_->AdoptOptimizerParameters(context_, std::move(updated));
+        });
+      }
       state_.update = MakeShardingSlotUpdate([this](const OptimizerStepSpec& spec) {
         return CallPlugin(*sharding_plugin_, "optimizer_step",
                           [&] { return sharding_->OptimizerStep(context_, spec); });
@@ -406,6 +423,7 @@ class RunLoop {
   ShardingStrategy* sharding_ = nullptr;
   const ActiveStrategy* sharding_plugin_ = nullptr;
   bool sharded_step_ = false;
+  bool adopted_by_group_ = false;  // the sharding slot took the optimizer's tensors in the model stage
 };
 
 }  // namespace

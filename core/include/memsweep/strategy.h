@@ -165,7 +165,10 @@ class PrecisionStrategy : public Strategy {
 
   // When the sharding slot owns the optimizer
   // step, the host asks this instead of OptimizerParameters, once, in the optimizer stage, and
-  // passes the result to ShardingStrategy::AdoptOptimizerParameters. The strategy gives the
+  // passes the result to ShardingStrategy::AdoptOptimizerParameters — or, when the sharding
+  // strategy adopts by group (ShardingStrategy::AdoptsOptimizerParametersByGroup), once per group
+  // of the model stage with that group's parameters, passing the result to
+  // AdoptGroupOptimizerParameters. The strategy gives the
   // tensors up: the sharding strategy keeps (its partition of) them, updates them and writes the
   // parameters, and this strategy's hooks must no longer move gradients onto them or copy them
   // back. Default: OptimizerParameters(model_parameters) when those are the parameters
@@ -230,6 +233,17 @@ class ShardingStrategy : public Strategy {
   // needs of them (its partition) and, after each update, writes the parameters from them.
   // Default: accepts the parameters themselves and refuses anything else (std::logic_error).
   virtual void AdoptOptimizerParameters(RunContext& context, std::vector<at::Tensor> updated);
+  // True (with OwnsOptimizerStep()): the host hands the precision slot's tensors over group by
+  // group while the model is built — right after each group's OnParametersBuilt hooks it calls
+  // AdoptGroupOptimizerParameters with the group's parameter indices (`built`, as there) and
+  // PrecisionStrategy::HandOverOptimizerParameters(the group's parameters) — instead of once in
+  // the optimizer stage, so that master copies are partitioned before the next group exists and
+  // no rank holds all of them. Default: false (AdoptOptimizerParameters in the optimizer stage).
+  virtual bool AdoptsOptimizerParametersByGroup() const;
+  // `updated[i]` is the tensor the update applies to for parameter built[i]: the parameter
+  // itself, or its master copy. Default: std::logic_error (called only when the above is true).
+  virtual void AdoptGroupOptimizerParameters(RunContext& context, const std::vector<size_t>& built,
+                                             std::vector<at::Tensor> updated);
 };
 class CallbackStrategy : public Strategy {};
 

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
-#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -19,9 +18,7 @@ MasterWeights MasterWeights::Convert(const std::vector<at::Tensor>& parameters) 
 void MasterWeights::Add(const std::vector<at::Tensor>& parameters) {
   torch::NoGradGuard no_grad;
   for (const at::Tensor& p : parameters) {
-    const bool converted = std::any_of(parameters_.begin(), parameters_.end(),
-                                       [&](const at::Tensor& done) { return done.is_same(p); });
-    if (converted) continue;
+    if (!converted_.insert(p.unsafeGetTensorImpl()).second) continue;  // converted before
     if (p.scalar_type() != at::kFloat) {
       throw std::invalid_argument("precision/bf16 expects fp32 parameters to convert, found " +
                                   std::string(c10::toString(p.scalar_type())));
@@ -32,6 +29,17 @@ void MasterWeights::Add(const std::vector<at::Tensor>& parameters) {
     p.set_data(p.to(at::kBFloat16));
     parameters_.push_back(p);
     masters_.push_back(std::move(master));
+  }
+}
+
+void MasterWeights::Remove(const std::vector<at::Tensor>& parameters) {
+  for (const at::Tensor& p : parameters) {
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      if (!parameters_[i].is_same(p)) continue;
+      parameters_.erase(parameters_.begin() + static_cast<std::ptrdiff_t>(i));
+      masters_.erase(masters_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <unordered_set>
 #include <vector>
 
 namespace memsweep::plugins::precision {
@@ -25,8 +26,11 @@ class MasterWeights {
   // Converts every fp32 parameter to bf16 in place (the tensor object stays the same, so the
   // model keeps using it) and keeps its previous fp32 storage as the master copy.
   static MasterWeights Convert(const std::vector<at::Tensor>& parameters);
-  // Converts those of `parameters` not converted yet (a model built group by group).
+  // Converts those of `parameters` not converted yet (a model built group by group; a parameter
+  // converted and since handed over stays converted).
   void Add(const std::vector<at::Tensor>& parameters);
+  // Forgets these parameters and their masters (handed over to a sharding strategy).
+  void Remove(const std::vector<at::Tensor>& parameters);
 
   // The master of each given parameter, in the same order; throws std::invalid_argument for a
   // parameter that Convert did not see.
@@ -43,6 +47,7 @@ class MasterWeights {
  private:
   std::vector<at::Tensor> parameters_;  // the model's tensors, bf16 after Convert
   std::vector<at::Tensor> masters_;     // fp32 leaves that require grad, as parameters do
+  std::unordered_set<const c10::TensorImpl*> converted_;  // every parameter Add converted
 };
 
 }  // namespace memsweep::plugins::precision

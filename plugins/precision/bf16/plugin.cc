@@ -24,11 +24,12 @@ class Bf16MasterWeights final : public memsweep::PrecisionStrategy {
   }
 
   // A sharding strategy that owns the update (ZeRO) keeps its partition of the masters and
-  // writes the parameters itself: from here on the hooks below have nothing to do.
+  // writes the parameters itself: for the parameters handed over (all at once, or a group at a
+  // time while the model is built) the hooks below have nothing left to do.
   std::vector<at::Tensor> HandOverOptimizerParameters(
       const std::vector<at::Tensor>& model_parameters) override {
     std::vector<at::Tensor> masters = weights_.MastersFor(model_parameters);
-    weights_ = MasterWeights();
+    weights_.Remove(model_parameters);
     return masters;
   }
 

@@ -2,6 +2,9 @@
 
 #include <torch/autograd.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "flat_adamw.h"
 
 namespace memsweep::sharding {
@@ -12,6 +15,34 @@ void PartitionOptimizer::Adopt(RunContext& ctx, const std::vector<at::Tensor>& u
   master_ = offload_ ? ctx.host_pool->Empty({layout.partition}, at::kFloat)
                      : at::empty({layout.partition}, params.front().options().dtype(at::kFloat));
   AdoptMasters(updated, params, layout, master_);
+}
+
+void PartitionOptimizer::AdoptGroup(RunContext& ctx, const std::vector<at::Tensor>& updated,
+                                    const std::vector<size_t>& built,
+                                    const std::vector<at::Tensor>& params,
+                                    const FlatPartition& layout) {
+  torch::NoGradGuard no_grad;
+  if (updated.size() != built.size()) {
+    throw std::invalid_argument("the precision slot handed over " +
+                                std::to_string(updated.size()) + " tensors to update for " +
+                                std::to_string(built.size()) + " parameters");
+  }
+  bool themselves = true;
+  for (size_t k = 0; k < built.size(); ++k) themselves = themselves && updated[k].is_same(params[built[k]]);
+  if (themselves) return;
+  if (!master_.defined()) {
+    master_ = offload_ ? ctx.host_pool->Empty({layout.partition}, at::kFloat)
+                       : at::empty({layout.partition},
+                                   at::TensorOptions().dtype(at::kFloat).device(ctx.device));
+    master_.zero_();
+  }
+  for (size_t k = 0; k < built.size(); ++k) {
+    if (updated[k].scalar_type() != at::kFloat || updated[k].numel() != params[built[k]].numel()) {
+      throw std::invalid_argument("the precision slot's master copy of parameter " +
+                                  std::to_string(built[k]) + " is not an fp32 tensor of its size");
+    }
+    CopyIntoPartition(updated[k], layout.offsets[built[k]], layout, master_);
+  }
 }
 
 void PartitionOptimizer::Step(RunContext& ctx, at::Tensor& owned, at::Tensor& grad,

@@ -10,7 +10,8 @@
 // offload_optimizer = cpu they, the master and an fp32 copy of the gradient live in the host pool.
 //
 //   PartitionOptimizer optimizer(options.offload_optimizer);
-//   optimizer.Adopt(ctx, handed_over, params, layout);       // optimizer stage
+//   optimizer.Adopt(ctx, handed_over, params, layout);       // optimizer stage, or per group:
+//   optimizer.AdoptGroup(ctx, handed_over, built, params, layout);   // model stage
 //   optimizer.Step(ctx, owned, grad, ClipScale(norm, clip), spec);  // every update
 #pragma once
 
@@ -31,6 +32,12 @@ class PartitionOptimizer {
   // keep when it is the parameters themselves, else this rank's partition of the masters.
   void Adopt(RunContext& ctx, const std::vector<at::Tensor>& updated,
              const std::vector<at::Tensor>& params, const FlatPartition& layout);
+  // The same for one group of a model built group by group (ShardingStrategy::
+  // AdoptGroupOptimizerParameters): updated[k] belongs to params[built[k]]; the master partition
+  // is allocated with the first group that hands masters over.
+  void AdoptGroup(RunContext& ctx, const std::vector<at::Tensor>& updated,
+                  const std::vector<size_t>& built, const std::vector<at::Tensor>& params,
+                  const FlatPartition& layout);
 
   // AdamW on this rank's partition: `owned` (P elements, the parameters' dtype) and `grad` (P
   // elements, scaled by grad_scale before the update). `owned_in_host_pool`: ZeRO-3's

@@ -51,6 +51,11 @@ void ZeroEngine::BlockBackwardEnds(size_t block) {
   grads_.Reduce(params_, block, Comm(), owned_grad_, options_.reduce_bucket_size);
 }
 
+void ZeroEngine::AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
+                                        const std::vector<at::Tensor>& updated) {
+  optimizer_.AdoptGroup(ctx, updated, built, params_, layout_);
+}
+
 void ZeroEngine::AdoptOptimizerParameters(RunContext& ctx,
                                           const std::vector<at::Tensor>& updated) {
   optimizer_.Adopt(ctx, updated, params_, layout_);

@@ -67,6 +67,9 @@ class ZeroEngine final : public BlockBackwardListener {
   void BlockBackwardBegins(size_t block) override;
   void BlockBackwardEnds(size_t block) override;
 
+  // One group's share of them, while the model is built (PartitionOptimizer::AdoptGroup).
+  void AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
+                                     const std::vector<at::Tensor>& updated);
   void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated);
 
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec);

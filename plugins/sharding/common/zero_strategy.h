@@ -31,6 +31,12 @@ class ZeroStrategy : public ShardingStrategy {
   void AdoptOptimizerParameters(RunContext& ctx, std::vector<at::Tensor> updated) override {
     engine_.AdoptOptimizerParameters(ctx, updated);
   }
+  // Master copies are partitioned group by group while the model is built.
+  bool AdoptsOptimizerParametersByGroup() const override { return true; }
+  void AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
+                                     std::vector<at::Tensor> updated) override {
+    engine_.AdoptGroupOptimizerParameters(ctx, built, updated);
+  }
   void AddModelState(ModelStateTensors& state) const override { engine_.AddModelState(state); }
   model::BlockRunner WrapBlockRunner(model::BlockRunner inner) override {
     return engine_.WrapBlockRunner(std::move(inner));

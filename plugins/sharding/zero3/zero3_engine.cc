@@ -119,6 +119,11 @@ model::BlockRunner Zero3Engine::WrapBlockRunner(model::BlockRunner inner) {
   };
 }
 
+void Zero3Engine::AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
+                                        const std::vector<at::Tensor>& updated) {
+  optimizer_.AdoptGroup(ctx, updated, built, params_, layout_);
+}
+
 void Zero3Engine::AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated) {
   optimizer_.Adopt(ctx, updated, params_, layout_);
 }

@@ -53,6 +53,9 @@ class Zero3Engine final : public BlockBackwardListener {
   // rank never holds the whole model — its partition, plus the groups not complete yet.
   void ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx);
   // bf16 parameters: keeps this rank's partition of the precision slot's fp32 master copies.
+  // One group's share of them, while the model is built (PartitionOptimizer::AdoptGroup).
+  void AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
+                                     const std::vector<at::Tensor>& updated);
   void AdoptOptimizerParameters(RunContext& ctx, const std::vector<at::Tensor>& updated);
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec);
   void AddModelState(ModelStateTensors& state) const;

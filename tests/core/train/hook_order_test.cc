@@ -108,9 +108,11 @@ struct LoggingPrecision : PrecisionStrategy {
   std::vector<std::string>* log;
 };
 
-// A sharding strategy that does or does not own the step (and then updates nothing).
+// A sharding strategy that does or does not own the step (and then updates nothing), and takes
+// the optimizer's tensors all at once or group by group.
 struct LoggingSharding : ShardingStrategy {
-  LoggingSharding(bool owns, std::vector<std::string>* log) : owns(owns), log(log) {}
+  LoggingSharding(bool owns, bool by_group, std::vector<std::string>* log)
+      : owns(owns), by_group(by_group), log(log) {}
   bool OwnsOptimizerStep() const override {
     log->push_back("sharding.OwnsOptimizerStep");
     return owns;
@@ -119,21 +121,30 @@ struct LoggingSharding : ShardingStrategy {
     log->push_back("sharding.AdoptOptimizerParameters");
     ShardingStrategy::AdoptOptimizerParameters(context, std::move(updated));
   }
+  bool AdoptsOptimizerParametersByGroup() const override {
+    log->push_back("sharding.AdoptsOptimizerParametersByGroup");
+    return by_group;
+  }
+  void AdoptGroupOptimizerParameters(RunContext&, const std::vector<size_t>& built,
+                                     std::vector<at::Tensor> updated) override {
+    log->push_back("sharding.AdoptGroupOptimizerParameters(" + std::to_string(built.size()) +
+                   (updated.size() == built.size() ? ")" : ", sizes differ)"));
+  }
   double OptimizerStep(RunContext& context, const OptimizerStepSpec&) override {
     for (const at::Tensor& p : context.model->Parameters()) p.mutable_grad() = at::Tensor();
     return 0.0;
   }
-  bool owns;
+  bool owns, by_group;
   std::vector<std::string>* log;
 };
 
-std::vector<std::string> OptimizerCalls(bool sharding_owns_the_step) {
+std::vector<std::string> OptimizerCalls(bool sharding_owns_the_step, bool by_group = false) {
   const config::RunConfig cfg = testing_support::TinyRun(1);
   StrategySet set = config::InstantiateStrategies(cfg);
   std::vector<std::string> log;
   for (auto& active : set) {
     if (active.slot == "sharding") {
-      active.impl = std::make_shared<LoggingSharding>(sharding_owns_the_step, &log);
+      active.impl = std::make_shared<LoggingSharding>(sharding_owns_the_step, by_group, &log);
     }
     if (active.slot == "precision") active.impl = std::make_shared<LoggingPrecision>(&log);
   }
@@ -142,13 +153,31 @@ std::vector<std::string> OptimizerCalls(bool sharding_owns_the_step) {
   return log;
 }
 
+// The model stage asks whether the sharding slot owns the step and takes the optimizer's
+// tensors group by group; the optimizer stage asks again. All at once: the hand-over happens in the
+// optimizer stage. By group (tiny: embedding, 2 blocks, final norm + LM head): in the model stage,
+// after each group is built, and not again.
 TEST(HookOrderTest, TheShardingSlotDecidesHowThePrecisionSlotHandsOverItsParameters) {
   EXPECT_EQ(OptimizerCalls(true),
             (std::vector<std::string>{"sharding.OwnsOptimizerStep",
+                                      "sharding.AdoptsOptimizerParametersByGroup",
+                                      "sharding.OwnsOptimizerStep",
                                       "precision.HandOverOptimizerParameters",
                                       "sharding.AdoptOptimizerParameters"}));
   EXPECT_EQ(OptimizerCalls(false), (std::vector<std::string>{"sharding.OwnsOptimizerStep",
+                                                             "sharding.OwnsOptimizerStep",
                                                              "precision.OptimizerParameters"}));
+  const size_t block = 9;  // a tiny block: 7 weight matrices and 2 norms, no biases
+  EXPECT_EQ(OptimizerCalls(true, /*by_group=*/true),
+            (std::vector<std::string>{
+                "sharding.OwnsOptimizerStep", "sharding.AdoptsOptimizerParametersByGroup",
+                "precision.HandOverOptimizerParameters", "sharding.AdoptGroupOptimizerParameters(1)",
+                "precision.HandOverOptimizerParameters",
+                "sharding.AdoptGroupOptimizerParameters(" + std::to_string(block) + ")",
+                "precision.HandOverOptimizerParameters",
+                "sharding.AdoptGroupOptimizerParameters(" + std::to_string(block) + ")",
+                "precision.HandOverOptimizerParameters", "sharding.AdoptGroupOptimizerParameters(2)",
+                "sharding.OwnsOptimizerStep"}));
 }
 
 }  // namespace

@@ -331,9 +331,12 @@ TEST(DataParallel, MixedPrecisionModelStatePerRankFollowsTheZeroFormulas) {
 //   zero1/zero2: the flat buffer 4Ψ + one group in fp32 4G    (at once: 8Ψ, flat + parameters)
 //   zero3 fp32:  the partition 4Ψ/N + the embedding 4E + one group twice 8G
 //                                                             (at once: 4Ψ, the whole model)
-//   zero3 bf16:  the fp32 masters 4Ψ + the bf16 partition 2Ψ/N + the embedding 2E + one group's
-//                bf16 and its unit 4G                         (at once: 6Ψ, masters + bf16 model)
-//   zero1/2 bf16: masters 4Ψ + the bf16 flat buffer 2Ψ + one group's bf16 2G  (at once: 8Ψ)
+//   zero3 bf16:  the partitions of the masters 4Ψ/N and of the bf16 parameters 2Ψ/N + the
+//                embedding 2E + one group in fp32, bf16 and its unit 8G
+//                                                             (at once: 6Ψ, masters + bf16 model)
+//   zero1/2 bf16: the masters' partition 4Ψ/N + the bf16 flat buffer 2Ψ + one group in fp32 and
+//                bf16 6G                                      (at once: 8Ψ)
+// (precision/bf16's fp32 masters are handed to ZeRO group by group too: AdoptGroupOptimizerParameters.)
 // with G the largest group, E the embedding (ZeRO-3 gathers it with the final norm and LM head as
 // one unit, so it is partitioned with them, when the last group is built) and 64 KiB for the
 // stage's other allocations. Each bound is below what building the model at once holds.
@@ -373,14 +376,14 @@ TEST(DataParallel, TheModelStageNeverHoldsTheWholeModelTwice) {
     double bound = 0, at_once = 0;
     if (plugin == "ddp") {
       bound = bf16 ? 6 * psi : 4 * psi;  // masters + bf16 model, or the model
-      EXPECT_GE(peak, bound) << "ddp " << precision << " holds the whole model";
+      EXPECT_GE(peak + slack, bound) << "ddp " << precision << " holds the whole model";
       bound += 2 * g;
     } else if (plugin == "zero3") {
-      bound = bf16 ? 4 * psi + 2 * padded / n + 2 * embedding + 4 * g
+      bound = bf16 ? 6 * padded / n + 2 * embedding + 8 * g
                    : 4 * padded / n + 4 * embedding + 8 * g;
       at_once = bf16 ? 6 * psi : 4 * psi;
     } else {
-      bound = bf16 ? 4 * psi + 2 * padded + 2 * g : 4 * padded + 4 * g;
+      bound = bf16 ? 4 * padded / n + 2 * padded + 6 * g : 4 * padded + 4 * g;
       at_once = 8 * psi;
     }
     EXPECT_LE(peak, bound + slack) << plugin << " " << precision;
