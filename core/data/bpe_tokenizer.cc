@@ -104,8 +104,9 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
                "SentencePiece models are not supported yet");
   }
   if (model.value("byte_fallback", false)) {
-    throw fail("byte_fallback BPE (a tokenizer converted from SentencePiece, as Llama-2's and "
-               "Mistral's are) is not read from tokenizer.json: name the model's tokenizer.model");
+    throw fail(
+        "byte_fallback BPE (a tokenizer converted from SentencePiece, as Llama-2's and "
+        "Mistral's are) is not read from tokenizer.json: name the model's tokenizer.model");
   }
   if (!model.value("dropout", json()).is_null() && model.value("dropout", 0.0) != 0.0) {
     throw fail("BPE dropout is not supported (training data must tokenize deterministically)");

@@ -73,7 +73,7 @@ std::vector<int32_t> DocumentEncoder::Encode(const std::string& prompt, const st
 
 int64_t DocumentEncoder::VocabSize() const {
   return tokenizer_ == nullptr ? kByteVocabSize
-                             : std::max<int64_t>(tokenizer_->VocabSize(), kPadId + 1);
+                               : std::max<int64_t>(tokenizer_->VocabSize(), kPadId + 1);
 }
 
 }  // namespace memsweep::data

@@ -13,15 +13,17 @@ SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::Load(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
-    throw TokenizerError(path + ": no such file; give a SentencePiece tokenizer.model or the "
+    throw TokenizerError(path +
+                         ": no such file; give a SentencePiece tokenizer.model or the "
                          "model directory holding it");
   }
   std::unique_ptr<SentencePieceTokenizer> tokenizer(new SentencePieceTokenizer());
   tokenizer->path_ = path;
   const sentencepiece::util::Status status = tokenizer->processor_->Load(path);
   if (!status.ok()) {
-    throw TokenizerError(path + ": not a SentencePiece model (" + status.ToString() +
-                         "): give the model's own tokenizer.model, or name its Hugging Face tokenizer.json");
+    throw TokenizerError(
+        path + ": not a SentencePiece model (" + status.ToString() +
+        "): give the model's own tokenizer.model, or name its Hugging Face tokenizer.json");
   }
   return tokenizer;
 }

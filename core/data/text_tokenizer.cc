@@ -15,7 +15,8 @@ std::string TokenizerFile(const std::string& path) {
 }
 
 std::unique_ptr<TextTokenizer> LoadTextTokenizer(const std::string& file) {
-  if (std::filesystem::path(file).extension() == ".model") return SentencePieceTokenizer::Load(file);
+  if (std::filesystem::path(file).extension() == ".model")
+    return SentencePieceTokenizer::Load(file);
   return std::make_unique<BpeTokenizer>(BpeTokenizer::Load(file));
 }
 

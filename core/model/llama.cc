@@ -17,9 +17,12 @@ enum class Init { kNormal, kOnes, kZeros };
 
 at::Tensor Initialised(at::IntArrayRef sizes, Init init) {
   switch (init) {
-    case Init::kNormal: return at::empty(sizes).normal_(0.0, kInitStd);
-    case Init::kOnes: return at::ones(sizes);
-    case Init::kZeros: return at::zeros(sizes);
+    case Init::kNormal:
+      return at::empty(sizes).normal_(0.0, kInitStd);
+    case Init::kOnes:
+      return at::ones(sizes);
+    case Init::kZeros:
+      return at::zeros(sizes);
   }
   return {};
 }
@@ -62,14 +65,13 @@ DecoderBlockImpl::DecoderBlockImpl(const LlamaConfig& config, Construction const
     return NewParameter({rows, cols}, Init::kNormal, construction);
   };
   const auto bias = [&](int64_t n) { return NewParameter({n}, Init::kZeros, construction); };
-  input_norm_ =
-      register_module("input_layernorm", RmsNorm(h, config.rms_norm_eps, construction));
+  input_norm_ = register_module("input_layernorm", RmsNorm(h, config.rms_norm_eps, construction));
   q_proj_ = register_parameter("q_proj", weight(q, h));
   k_proj_ = register_parameter("k_proj", weight(kv, h));
   v_proj_ = register_parameter("v_proj", weight(kv, h));
   o_proj_ = register_parameter("o_proj", weight(h, q));
-  post_attention_norm_ = register_module("post_attention_layernorm",
-                                         RmsNorm(h, config.rms_norm_eps, construction));
+  post_attention_norm_ =
+      register_module("post_attention_layernorm", RmsNorm(h, config.rms_norm_eps, construction));
   gate_proj_ = register_parameter("gate_proj", weight(inter, h));
   up_proj_ = register_parameter("up_proj", weight(inter, h));
   down_proj_ = register_parameter("down_proj", weight(h, inter));
@@ -93,7 +95,8 @@ void DecoderBlockImpl::Build() {  // the constructor's order: the same random dr
   for (at::Tensor* w : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) BuildParameter(*w, Init::kNormal);
   post_attention_norm_->Build();
   for (at::Tensor* w : {&gate_proj_, &up_proj_, &down_proj_}) BuildParameter(*w, Init::kNormal);
-  for (at::Tensor* b : {&q_bias_, &k_bias_, &v_bias_, &o_bias_, &gate_bias_, &up_bias_, &down_bias_}) {
+  for (at::Tensor* b :
+       {&q_bias_, &k_bias_, &v_bias_, &o_bias_, &gate_bias_, &up_bias_, &down_bias_}) {
     BuildParameter(*b, Init::kZeros);
   }
 }
@@ -168,9 +171,11 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config, Construction construct
   };
   embed_tokens_ = register_parameter("embed_tokens", weight(config.vocab_size, config.hidden_size));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    blocks_.push_back(register_module("layer" + std::to_string(i), DecoderBlock(config, construction)));
+    blocks_.push_back(
+        register_module("layer" + std::to_string(i), DecoderBlock(config, construction)));
   }
-  final_norm_ = register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps, construction));
+  final_norm_ =
+      register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps, construction));
   lm_head_ = config.tie_word_embeddings
                  ? embed_tokens_
                  : register_parameter("lm_head", weight(config.vocab_size, config.hidden_size));

@@ -55,8 +55,9 @@ void ShardingStrategy::AdoptOptimizerParameters(RunContext& context,
 bool ShardingStrategy::AdoptsOptimizerParametersByGroup() const { return false; }
 void ShardingStrategy::AdoptGroupOptimizerParameters(RunContext&, const std::vector<size_t>&,
                                                      std::vector<at::Tensor>) {
-  throw std::logic_error("this sharding strategy does not adopt the optimizer's tensors by group "
-                         "(AdoptsOptimizerParametersByGroup is false)");
+  throw std::logic_error(
+      "this sharding strategy does not adopt the optimizer's tensors by group "
+      "(AdoptsOptimizerParametersByGroup is false)");
 }
 double ShardingStrategy::OptimizerStep(RunContext&, const OptimizerStepSpec&) {
   throw std::logic_error("this sharding strategy does not own the optimizer step");

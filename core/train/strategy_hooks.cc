@@ -29,7 +29,8 @@ void StrategyHooks::End(Stage stage, RunContext& context) const {
 
 void StrategyHooks::ParametersBuilt(const std::vector<size_t>& built, RunContext& context) const {
   for (auto it = strategies_.rbegin(); it != strategies_.rend(); ++it) {
-    CallPlugin(*it, "model (parameters built)", [&] { it->impl->OnParametersBuilt(built, context); });
+    CallPlugin(*it, "model (parameters built)",
+               [&] { it->impl->OnParametersBuilt(built, context); });
   }
 }
 

@@ -291,9 +291,8 @@ class RunLoop {
         std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
           return precision->HandOverOptimizerParameters(state_.model->parameters());
         });
-        CallPlugin(*sharding_plugin_, "optimizer", [&] {
-          sharding_->AdoptOptimizerParameters(context_, std::move(updated));
-        });
+        CallPlugin(*sharding_plugin_, "optimizer",
+                   [&] { sharding_->AdoptOptimizerParameters(context_, std::move(updated)); });
       }
       state_.update = MakeShardingSlotUpdate([this](const OptimizerStepSpec& spec) {
         return CallPlugin(*sharding_plugin_, "optimizer_step",
@@ -423,7 +422,8 @@ class RunLoop {
   ShardingStrategy* sharding_ = nullptr;
   const ActiveStrategy* sharding_plugin_ = nullptr;
   bool sharded_step_ = false;
-  bool adopted_by_group_ = false;  // the sharding slot took the optimizer's tensors in the model stage
+  // The sharding slot took the optimizer's tensors group by group in the model stage.
+  bool adopted_by_group_ = false;
 };
 
 }  // namespace

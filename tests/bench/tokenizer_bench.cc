@@ -4,14 +4,13 @@
 // best time over rounds for the whole corpus, MB/s of text and ids/s. Not run by ctest;
 // tests/bench/tokenizer_bench.sh supplies the reference tests' tokenizer files.
 //   memsweep_bench_tokenizers [--rounds 5] [--corpus file.jsonl] [tokenizer files...]
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,7 +39,8 @@ struct Candidate {
 int main(int argc, char** argv) {
   using namespace memsweep;
   const int rounds = bench::ArgInt(argc, argv, "--rounds", 5);
-  std::string corpus_path = std::string(MEMSWEEP_SOURCE_DIR) + "/experiments/data/devils-dictionary.jsonl";
+  std::string corpus_path =
+      std::string(MEMSWEEP_SOURCE_DIR) + "/experiments/data/devils-dictionary.jsonl";
   std::vector<Candidate> candidates;
   candidates.push_back({"byte (memsweep's default)", nullptr});
   for (int i = 1; i < argc; ++i) {
@@ -64,10 +64,10 @@ int main(int argc, char** argv) {
     texts.push_back(nlohmann::json::parse(line).at("text").get<std::string>());
     bytes += static_cast<int64_t>(texts.back().size());
   }
-  std::printf("memsweep_bench_tokenizers  corpus: %s (%zu texts, %.2f MB of text), %d rounds, "
-              "one thread\nload average at start: %s\n",
-              corpus_path.c_str(), texts.size(), bytes / 1e6, rounds,
-              bench::LoadAverage().c_str());
+  std::printf(
+      "memsweep_bench_tokenizers  corpus: %s (%zu texts, %.2f MB of text), %d rounds, "
+      "one thread\nload average at start: %s\n",
+      corpus_path.c_str(), texts.size(), bytes / 1e6, rounds, bench::LoadAverage().c_str());
   for (int round = 0; round < rounds; ++round) {
     for (Candidate& c : candidates) {
       int64_t ids = 0;
@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
       c.ids = ids;
     }
   }
-  std::printf("%-60s %8s %9s %9s %9s %10s\n", "tokenizer", "load_s", "median_s", "best_s",
-              "MB/s", "Mids/s");
+  std::printf("%-60s %8s %9s %9s %9s %10s\n", "tokenizer", "load_s", "median_s", "best_s", "MB/s",
+              "Mids/s");
   for (Candidate& c : candidates) {
     std::sort(c.times.begin(), c.times.end());
     const double median = c.times[c.times.size() / 2];

@@ -23,12 +23,13 @@ void PartitionOptimizer::AdoptGroup(RunContext& ctx, const std::vector<at::Tenso
                                     const FlatPartition& layout) {
   torch::NoGradGuard no_grad;
   if (updated.size() != built.size()) {
-    throw std::invalid_argument("the precision slot handed over " +
-                                std::to_string(updated.size()) + " tensors to update for " +
-                                std::to_string(built.size()) + " parameters");
+    throw std::invalid_argument("the precision slot handed over " + std::to_string(updated.size()) +
+                                " tensors to update for " + std::to_string(built.size()) +
+                                " parameters");
   }
   bool themselves = true;
-  for (size_t k = 0; k < built.size(); ++k) themselves = themselves && updated[k].is_same(params[built[k]]);
+  for (size_t k = 0; k < built.size(); ++k)
+    themselves = themselves && updated[k].is_same(params[built[k]]);
   if (themselves) return;
   if (!master_.defined()) {
     master_ = offload_ ? ctx.host_pool->Empty({layout.partition}, at::kFloat)

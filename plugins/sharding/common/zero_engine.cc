@@ -52,7 +52,7 @@ void ZeroEngine::BlockBackwardEnds(size_t block) {
 }
 
 void ZeroEngine::AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
-                                        const std::vector<at::Tensor>& updated) {
+                                               const std::vector<at::Tensor>& updated) {
   optimizer_.AdoptGroup(ctx, updated, built, params_, layout_);
 }
 

@@ -25,8 +25,7 @@ void Dematerialize(const at::Tensor& flat) {
 }  // namespace
 
 ParamUnits::ParamUnits(std::vector<at::Tensor>& params, size_t groups,
-                       int64_t persistence_threshold, const FlatPartition& layout,
-                       at::Tensor owned)
+                       int64_t persistence_threshold, const FlatPartition& layout, at::Tensor owned)
     : params_(params),
       layout_(layout),
       owned_(std::move(owned)),

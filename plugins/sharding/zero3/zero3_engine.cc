@@ -120,7 +120,7 @@ model::BlockRunner Zero3Engine::WrapBlockRunner(model::BlockRunner inner) {
 }
 
 void Zero3Engine::AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
-                                        const std::vector<at::Tensor>& updated) {
+                                                const std::vector<at::Tensor>& updated) {
   optimizer_.AdoptGroup(ctx, updated, built, params_, layout_);
 }
 

@@ -10,8 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <sentencepiece_trainer.h>
-
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,9 +18,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
-
-#include <unistd.h>
 
 #include "core/data/document_encoder.h"
 #include "memsweep/token_sequences.h"
@@ -42,7 +40,8 @@ const std::string& TrainedModelDir() {
       std::ifstream in(testing_support::SourcePath("experiments/data/devils-dictionary.jsonl"));
       std::ofstream corpus(text);
       for (std::string line; std::getline(in, line);) {
-        if (!line.empty()) corpus << nlohmann::json::parse(line).at("text").get<std::string>() << "\n";
+        if (!line.empty())
+          corpus << nlohmann::json::parse(line).at("text").get<std::string>() << "\n";
       }
     }
     const auto status = sentencepiece::SentencePieceTrainer::Train(

@@ -159,25 +159,25 @@ std::vector<std::string> OptimizerCalls(bool sharding_owns_the_step, bool by_gro
 // after each group is built, and not again.
 TEST(HookOrderTest, TheShardingSlotDecidesHowThePrecisionSlotHandsOverItsParameters) {
   EXPECT_EQ(OptimizerCalls(true),
-            (std::vector<std::string>{"sharding.OwnsOptimizerStep",
-                                      "sharding.AdoptsOptimizerParametersByGroup",
-                                      "sharding.OwnsOptimizerStep",
-                                      "precision.HandOverOptimizerParameters",
-                                      "sharding.AdoptOptimizerParameters"}));
-  EXPECT_EQ(OptimizerCalls(false), (std::vector<std::string>{"sharding.OwnsOptimizerStep",
-                                                             "sharding.OwnsOptimizerStep",
-                                                             "precision.OptimizerParameters"}));
-  const size_t block = 9;  // a tiny block: 7 weight matrices and 2 norms, no biases
-  EXPECT_EQ(OptimizerCalls(true, /*by_group=*/true),
             (std::vector<std::string>{
                 "sharding.OwnsOptimizerStep", "sharding.AdoptsOptimizerParametersByGroup",
-                "precision.HandOverOptimizerParameters", "sharding.AdoptGroupOptimizerParameters(1)",
-                "precision.HandOverOptimizerParameters",
-                "sharding.AdoptGroupOptimizerParameters(" + std::to_string(block) + ")",
-                "precision.HandOverOptimizerParameters",
-                "sharding.AdoptGroupOptimizerParameters(" + std::to_string(block) + ")",
-                "precision.HandOverOptimizerParameters", "sharding.AdoptGroupOptimizerParameters(2)",
-                "sharding.OwnsOptimizerStep"}));
+                "sharding.OwnsOptimizerStep", "precision.HandOverOptimizerParameters",
+                "sharding.AdoptOptimizerParameters"}));
+  EXPECT_EQ(OptimizerCalls(false),
+            (std::vector<std::string>{"sharding.OwnsOptimizerStep", "sharding.OwnsOptimizerStep",
+                                      "precision.OptimizerParameters"}));
+  const size_t block = 9;  // a tiny block: 7 weight matrices and 2 norms, no biases
+  EXPECT_EQ(
+      OptimizerCalls(true, /*by_group=*/true),
+      (std::vector<std::string>{
+          "sharding.OwnsOptimizerStep", "sharding.AdoptsOptimizerParametersByGroup",
+          "precision.HandOverOptimizerParameters", "sharding.AdoptGroupOptimizerParameters(1)",
+          "precision.HandOverOptimizerParameters",
+          "sharding.AdoptGroupOptimizerParameters(" + std::to_string(block) + ")",
+          "precision.HandOverOptimizerParameters",
+          "sharding.AdoptGroupOptimizerParameters(" + std::to_string(block) + ")",
+          "precision.HandOverOptimizerParameters", "sharding.AdoptGroupOptimizerParameters(2)",
+          "sharding.OwnsOptimizerStep"}));
 }
 
 }  // namespace

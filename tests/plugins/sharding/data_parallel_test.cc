@@ -336,22 +336,24 @@ TEST(DataParallel, MixedPrecisionModelStatePerRankFollowsTheZeroFormulas) {
 //                                                             (at once: 6Ψ, masters + bf16 model)
 //   zero1/2 bf16: the masters' partition 4Ψ/N + the bf16 flat buffer 2Ψ + one group in fp32 and
 //                bf16 6G                                      (at once: 8Ψ)
-// (precision/bf16's fp32 masters are handed to ZeRO group by group too: AdoptGroupOptimizerParameters.)
-// with G the largest group, E the embedding (ZeRO-3 gathers it with the final norm and LM head as
-// one unit, so it is partitioned with them, when the last group is built) and 64 KiB for the
-// stage's other allocations. Each bound is below what building the model at once holds.
+// (precision/bf16's fp32 masters are handed to ZeRO group by group too:
+// AdoptGroupOptimizerParameters.) with G the largest group, E the embedding (ZeRO-3 gathers it with
+// the final norm and LM head as one unit, so it is partitioned with them, when the last group is
+// built) and 64 KiB for the stage's other allocations. Each bound is below what building the model
+// at once holds.
 TEST(DataParallel, TheModelStageNeverHoldsTheWholeModelTwice) {
   const fs::path dir = FreshTempDir("dp_build");
   const fs::path file = WriteExperiment(dir, "build", R"toml(
 [matrix]
 "strategies.sharding.plugin" = ["ddp", "zero1", "zero2", "zero3"]
 "strategies.precision.plugin" = ["fp32", "bf16"]
-)toml", "", "");
+)toml",
+                                        "", "");
   const fs::path db = dir / "results.db";
-  const auto out = RunMemsweep(
-      "run " + file.string() + " --db " + db.string() + " --set experiment.steps=1" +
-      " --set experiment.warmup_steps=0 --set device.world_size=4" +
-      " --set model.num_hidden_layers=8 --set model.tie_word_embeddings=true");
+  const auto out =
+      RunMemsweep("run " + file.string() + " --db " + db.string() + " --set experiment.steps=1" +
+                  " --set experiment.warmup_steps=0 --set device.world_size=4" +
+                  " --set model.num_hidden_layers=8 --set model.tie_word_embeddings=true");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   model::LlamaConfig config = *model::LlamaPreset("tiny");
   config.num_hidden_layers = 8;
@@ -379,8 +381,8 @@ TEST(DataParallel, TheModelStageNeverHoldsTheWholeModelTwice) {
       EXPECT_GE(peak + slack, bound) << "ddp " << precision << " holds the whole model";
       bound += 2 * g;
     } else if (plugin == "zero3") {
-      bound = bf16 ? 6 * padded / n + 2 * embedding + 8 * g
-                   : 4 * padded / n + 4 * embedding + 8 * g;
+      bound =
+          bf16 ? 6 * padded / n + 2 * embedding + 8 * g : 4 * padded / n + 4 * embedding + 8 * g;
       at_once = bf16 ? 6 * psi : 4 * psi;
     } else {
       bound = bf16 ? 4 * padded / n + 2 * padded + 6 * g : 4 * padded + 4 * g;
