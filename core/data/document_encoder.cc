@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "core/data/byte_tokenizer.h"
 
@@ -20,12 +23,31 @@ std::string SpecialToken(const nlohmann::json& config, const char* key) {
   return "";
 }
 
+// The tokenizer of `file`, loaded once per process while the file stays the same.
+std::shared_ptr<const TextTokenizer> CachedTokenizer(const std::string& file) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const TextTokenizer>> loaded;
+  std::error_code error;
+  const auto size = std::filesystem::file_size(file, error);
+  const auto modified = std::filesystem::last_write_time(file, error);
+  const std::string key = file + '\n' + std::to_string(size) + '\n' +
+                          std::to_string(modified.time_since_epoch().count());
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(key);
+  if (found == loaded.end() || error) {
+    std::shared_ptr<const TextTokenizer> tokenizer = LoadTextTokenizer(file);  // throws if bad
+    if (error) return tokenizer;
+    found = loaded.insert_or_assign(key, std::move(tokenizer)).first;
+  }
+  return found->second;
+}
+
 }  // namespace
 
 DocumentEncoder::DocumentEncoder(const DataConfig& config) {
   if (config.tokenizer.empty()) return;
   const std::string file = TokenizerFile(config.tokenizer);
-  tokenizer_ = LoadTextTokenizer(file);
+  tokenizer_ = CachedTokenizer(file);
   const auto config_file = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
   if (!std::filesystem::exists(config_file)) {
     bos_ = tokenizer_->OwnBos();

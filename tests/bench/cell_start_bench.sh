@@ -4,10 +4,13 @@
 # process), alternating for R rounds. Prints per round: the sweep's wall time, the median cell
 # wall time (the runs table's claim-to-finish time: start, model, data, one step, result), and
 # the median step time; then the medians over rounds and the fork/exec ratio.
-# Usage: tests/bench/cell_start_bench.sh [cells] [rounds]
+# TOKENIZER=path (with VOCAB=its ids, e.g. 151936 for Qwen's tokenizer.json) tokenizes the data
+# with that tokenizer file instead of bytes (BUDGET=1GiB then: the vocabulary makes the tiny model
+# big); MEMSWEEP=path runs another memsweep build.
+# Usage: [TOKENIZER=... VOCAB=... BUDGET=...] [MEMSWEEP=...] tests/bench/cell_start_bench.sh [cells] [rounds]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/build/release/memsweep"
+bin="${MEMSWEEP:-$here/build/release/memsweep}"
 cells="${1:-8}"
 rounds="${2:-3}"
 work="$(mktemp -d)"
@@ -21,12 +24,14 @@ warmup_steps = 0
 seed = 1
 [model]
 preset = "tiny"
+${VOCAB:+vocab_size = $VOCAB}
 [data]
 path = "$here/experiments/data/devils-dictionary.jsonl"
 format = "jsonl"
+${TOKENIZER:+tokenizer = \"$TOKENIZER\"}
 [device]
 type = "cpu"
-memory_budget = "64MiB"
+memory_budget = "${BUDGET:-64MiB}"
 [strategies.batching]
 plugin = "default"
 micro_batch_size = 2
@@ -34,7 +39,7 @@ seq_len = 128
 [matrix]
 "experiment.seed" = [$seeds]
 TOML
-echo "cell_start_bench: $cells one-step tiny cells, $rounds rounds; cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cell_start_bench: $cells one-step tiny cells, $rounds rounds, tokenizer ${TOKENIZER:-bytes}, $bin; cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 declare -A wall cell step
 for round in $(seq 1 "$rounds"); do

@@ -109,6 +109,26 @@ TEST(SentencePieceTokenizerTest, ADataTokenizerDirectoryUsesTheModelWithItsBosAn
   EXPECT_EQ(run.status, train::RunStatus::kOk) << run.error;
 }
 
+// The data pipeline keeps a loaded tokenizer per file for the process (the cells forked from
+// the runner reuse the one planning loaded); a file that changes is read again.
+TEST(SentencePieceTokenizerTest, AChangedTokenizerFileIsReadAgain) {
+  const std::string dir = TrainedModelDir() + "/changing";
+  std::filesystem::create_directories(dir);
+  const auto copy = std::filesystem::copy_options::overwrite_existing;
+  std::filesystem::copy_file(TrainedModelDir() + "/tokenizer.model", dir + "/tokenizer.model", copy);
+  DataConfig config;
+  config.tokenizer = dir;
+  EXPECT_EQ(DocumentEncoder(config).VocabSize(), 600);
+  EXPECT_EQ(DocumentEncoder(config).VocabSize(), 600);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(
+      "--input=" + TrainedModelDir() + "/corpus.txt --model_prefix=" + dir +
+      "/smaller --vocab_size=500 --model_type=bpe --byte_fallback=true --num_threads=1 "
+      "--minloglevel=2");
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  std::filesystem::copy_file(dir + "/smaller.model", dir + "/tokenizer.model", copy);
+  EXPECT_EQ(DocumentEncoder(config).VocabSize(), 500);
+}
+
 TEST(SentencePieceTokenizerTest, RefusesAMissingOrForeignFileNamingIt) {
   const std::string path = ::testing::TempDir() + "not-a-model.model";
   std::ofstream(path) << "this is not a serialized ModelProto";
