@@ -13,14 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "memsweep/token_sequences.h"
 #include "support/run_configs.h"
+#include "support/tokenizer_reference.h"
 
 namespace memsweep::data {
 namespace {
@@ -33,26 +32,8 @@ TEST(BpeTokenizerTest, IdsEqualHuggingFaceTokenizersOnTheCorpusAndTortureText) {
   }
   for (const std::string name : {"llama3_style", "gpt2_style", "qwen_published"}) {
     const BpeTokenizer tokenizer = BpeTokenizer::Load(std::string(dir) + "/" + name + ".json");
-    std::ifstream in(std::string(dir) + "/" + name + ".ids.json");
-    const nlohmann::json reference = nlohmann::json::parse(in);
-    const auto& texts = reference.at("texts");
-    const auto& ids = reference.at("ids");
-    ASSERT_GT(texts.size(), 1000u);
-    int64_t total = 0, mismatched = 0;
-    const auto start = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < texts.size(); ++i) {
-      const std::vector<int32_t> got = tokenizer.Encode(texts[i].get<std::string>());
-      total += static_cast<int64_t>(got.size());
-      if (got != ids[i].get<std::vector<int32_t>>()) {
-        ++mismatched;
-        ADD_FAILURE() << name << ": text " << i << " (" << texts[i].dump().substr(0, 80)
-                      << ") gives other ids than tokenizers";
-      }
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%s: %zu texts, %lld ids, %lld mismatches, %.3f s\n", name.c_str(), texts.size(),
-                static_cast<long long>(total), static_cast<long long>(mismatched), seconds);
+    testing_support::ExpectReferenceIds(tokenizer, std::string(dir) + "/" + name + ".ids.json",
+                                        name, "tokenizers");
   }
 }
 
