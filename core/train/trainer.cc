@@ -195,15 +195,13 @@ class RunLoop {
     stages_.End();
   }
 
-  // model: attention and block execution come from their slots; the sharding slot wraps the
-  // checkpointing slot's block runner (ZeRO-3 gathers around it).
-  void Model() {
-    stages_.Begin(Stage::kModel, -1);
-    // Built group by group — the embedding, each decoder block, the final norm and LM head —
-    // each initialised on the CPU from the seed (or loaded from [model] weights), moved to the
-    // device (the same weights on every device), and handed to the strategies
-    // (OnParametersBuilt: precision converts it, ZeRO partitions it) before the next group
-    // exists, so the whole model is never held twice.
+  // Builds the model group by group — the embedding, each decoder block, the final norm and LM
+  // head — each initialised on the CPU from the seed (or loaded from [model] weights), moved to
+  // the device (the same weights on every device), and handed to the strategies
+  // (OnParametersBuilt: precision converts it, ZeRO partitions it; a sharding slot that adopts
+  // by group takes its master copies) before the next group exists, so the whole model is never
+  // held twice.
+  void BuildModel() {
     torch::manual_seed(cfg_.experiment.seed);
     state_.model = model::LlamaModel(cfg_.model.llama, model::Construction::kDeferred);
     context_.model = state_.model.get();
@@ -229,17 +227,21 @@ class RunLoop {
         }
       }
       hooks_.ParametersBuilt(indices, context_);
-      if (adopted_by_group_) {  // the group's master copies (if any) partitioned now
-        std::vector<at::Tensor> group;
-        for (size_t i : indices) group.push_back(parameters[i]);
-        std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "model", [&] {
-          return precision->HandOverOptimizerParameters(group);
-        });
-        CallPlugin(*sharding_plugin_, "model", [&] {
-          sharding_->AdoptGroupOptimizerParameters(context_, indices, std::move(updated));
-        });
-      }
+      if (!adopted_by_group_) continue;
+      std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "model", [&] {
+        return precision->HandOverOptimizerParameters(built);
+      });
+      CallPlugin(*sharding_plugin_, "model", [&] {
+        sharding_->AdoptGroupOptimizerParameters(context_, indices, std::move(updated));
+      });
     }
+  }
+
+  // model: attention and block execution come from their slots; the sharding slot wraps the
+  // checkpointing slot's block runner (ZeRO-3 gathers around it).
+  void Model() {
+    stages_.Begin(Stage::kModel, -1);
+    BuildModel();
     auto [attention, attention_plugin] = hooks_.Get<AttentionStrategy>(Slot::kAttention);
     model::AttentionFn attend =
         CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });
