@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "memsweep/data_config.h"
-#include "core/env/bf16_gemm.h"
+#include "core/env/cpu_gemm.h"
 #include "core/model/llama_config.h"
 #include "memsweep/plugin_params.h"
 
@@ -59,8 +59,10 @@ struct DeviceSection {
   bool auto_selected = false;  // type came from "auto"
   int index = 0;    // cuda:index for a single process; ranks use cuda:LOCAL_RANK
   int threads = 0;  // 0 = every available core
-  // How bf16 matrix products run on the CPU device (core/env/bf16_gemm.h).
+  // How bf16 matrix products run on the CPU device (core/env/cpu_gemm.h).
   env::Bf16GemmSetting gemm = env::Bf16GemmSetting::kAuto;
+  // How fp32 matrix products run on the CPU device (core/env/cpu_gemm.h).
+  env::Fp32GemmSetting fp32_gemm = env::Fp32GemmSetting::kAuto;
   // The device budget: set by memory_budget, or by emulate (its usable bytes). On the CPU it
   // simulates a device of this size; on CUDA it caps the caching allocator.
   std::optional<int64_t> memory_budget_bytes;

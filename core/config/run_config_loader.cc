@@ -12,6 +12,8 @@
 #include "core/data/document_encoder.h"
 #include "core/data/token_file.h"
 #include "core/dist/nccl_communicator.h"
+#include "core/env/cpu_gemm.h"
+#include "core/env/onednn_matmul.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/gpu_catalog.h"
 #include "core/memory/byte_size.h"
@@ -217,7 +219,7 @@ EmulatedGpu ReadEmulate(const TableReader& r, const toml::table& t) {
 void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& d) {
   TableReader r(source, "[device]", t,
                 {"type", "index", "threads", "memory_budget", "emulate", "emulate_context", "gemm",
-                 "world_size", "collective_timeout"});
+                 "fp32_gemm", "world_size", "collective_timeout"});
   const env::CudaProbe& cuda = env::ProbeCuda();
   if (auto i = r.ReadChoice("type", {"cpu", "cuda", "auto"})) {
     // cuda needs a CUDA build, a driver and a device; auto takes cuda when all three hold.
@@ -302,6 +304,15 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
   }
   if (auto i = r.ReadChoice("gemm", {"auto", "native", "upcast"})) {
     d.gemm = static_cast<env::Bf16GemmSetting>(*i);
+  }
+  if (auto i = r.ReadChoice("fp32_gemm", {"auto", "native", "onednn"})) {
+    d.fp32_gemm = static_cast<env::Fp32GemmSetting>(*i);
+    if (d.fp32_gemm == env::Fp32GemmSetting::kOnednn && !env::OnednnFp32Usable()) {
+      throw ConfigError(r.At("fp32_gemm") +
+                        " = \"onednn\": oneDNN's fp32 matmul needs a CPU with AVX-512 "
+                        "(avx512bw, avx512vl, avx512dq) or AVX-NE-CONVERT, and this one has "
+                        "neither; use \"native\" (LibTorch's MKL) or \"auto\"");
+    }
   }
 }
 

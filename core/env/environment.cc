@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "core/env/bf16_gemm.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/threads.h"
 
@@ -29,16 +29,22 @@
 namespace memsweep::env {
 namespace {
 
-std::string ReadCpuModel() {
+// The value of the first /proc/cpuinfo line that starts with `key` ("" when there is none).
+std::string ReadCpuInfo(const std::string& key) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
+    if (line.rfind(key, 0) == 0) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
+      if (colon != std::string::npos) return line.size() > colon + 1 ? line.substr(colon + 2) : "";
     }
   }
-  return "unknown";
+  return "";
+}
+
+std::string ReadCpuModel() {
+  const std::string model = ReadCpuInfo("model name");
+  return model.empty() ? "unknown" : model;
 }
 
 // The shared object that holds a symbol of the process (resolved path), or "".
@@ -76,6 +82,16 @@ std::string CpuModelName() {
   return model;
 }
 
+std::string CpuVendor() {
+  static const std::string vendor = ReadCpuInfo("vendor_id");
+  return vendor;
+}
+
+bool CpuHasFlag(const std::string& flag) {
+  static const std::string flags = " " + ReadCpuInfo("flags") + " ";
+  return flags.find(" " + flag + " ") != std::string::npos;
+}
+
 EnvironmentInfo DescribeEnvironment(const c10::Device& device) {
   EnvironmentInfo info;
   char host[256] = {0};
@@ -88,6 +104,7 @@ EnvironmentInfo DescribeEnvironment(const c10::Device& device) {
   info.blas_library = LibraryOf("sgemm_");
   info.blas_kind = at::hasMKL() ? "mkl" : "unknown";
   info.bf16_gemm = Bf16GemmName(ActiveBf16Gemm());
+  info.fp32_gemm = Fp32GemmName(ActiveFp32Gemm());
   info.cuda_build = MEMSWEEP_CUDA_BUILD != 0;
   if (info.cuda_build) {
     const auto& hooks = at::detail::getCUDAHooks();

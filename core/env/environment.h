@@ -21,7 +21,8 @@ struct EnvironmentInfo {
   std::string cpu_capability;   // the ATen CPU kernels in use: "AVX512", "AVX2", "DEFAULT", ...
   std::string blas_library;     // the library holding LibTorch's sgemm_ (libtorch_cpu.so: MKL)
   std::string blas_kind;        // "mkl" when LibTorch was built with MKL, else "unknown"
-  std::string bf16_gemm;        // CPU bf16 products: "native" or "upcast" (env/bf16_gemm.h)
+  std::string bf16_gemm;        // CPU bf16 products: "native" or "upcast" (env/cpu_gemm.h)
+  std::string fp32_gemm;        // CPU fp32 products: "native" or "onednn" (env/cpu_gemm.h)
   bool cuda_build = false;      // memsweep was built with LibTorch's CUDA libraries
   std::string cuda_runtime;     // CUDA runtime version of the build ("13.0"); empty without CUDA
   std::string cudnn_version;    // cuDNN version LibTorch reports ("9.19.0"); empty without
@@ -39,6 +40,10 @@ struct EnvironmentInfo {
 // The machine and libraries; with a CUDA device also that GPU (name, memory, capability, driver).
 // The processor's model name from /proc/cpuinfo ("unknown" when it has none).
 std::string CpuModelName();
+// /proc/cpuinfo's vendor_id ("GenuineIntel", "AuthenticAMD"; "" when it has none).
+std::string CpuVendor();
+// Whether /proc/cpuinfo's flags list `flag` ("avx512bw", "amx_bf16", ...).
+bool CpuHasFlag(const std::string& flag);
 
 EnvironmentInfo DescribeEnvironment(const c10::Device& device = c10::Device(c10::kCPU));
 

@@ -16,12 +16,16 @@
 #include <unistd.h>
 #include <cctype>
 
-#include "core/env/bf16_gemm.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/environment.h"
 
 namespace memsweep::env {
 namespace {
+
+// How the figure was measured, in the file name: a change of method measures afresh instead of
+// reading a figure taken the old way (until 2026-11: CPU 1536³ only, files without a suffix).
+constexpr const char* kMethod = ".calibration-2";
 
 void Synchronize(const c10::Device& device) {
   if (!device.is_cpu()) {
@@ -30,12 +34,15 @@ void Synchronize(const c10::Device& device) {
 }
 
 // What the figure depends on besides the dtype: the GPU model, or on the CPU the processor, the
-// ATen kernel level, the thread count and (for bf16) the GEMM path. "" when unknown.
+// ATen kernel level, the thread count and the GEMM paths in force. "" when unknown.
 std::string MachineKey(c10::ScalarType dtype, const c10::Device& device) {
   if (device.is_cpu()) {
     std::string key = CpuModelName() + ".cap-" + at::get_cpu_capability() + ".threads-" +
                       std::to_string(at::get_num_threads());
     if (dtype == at::kBFloat16) key += std::string(".bf16-") + Bf16GemmName(ActiveBf16Gemm());
+    // oneDNN's fp32 products (which bf16's upcast path also runs through); MKL's keep the
+    // key they always had.
+    if (ActiveFp32Gemm() == Fp32Gemm::kOnednn) key += ".fp32-onednn";
     return key;
   }
   const CudaProbe& probe = ProbeCuda();
@@ -58,7 +65,7 @@ std::string CacheFile(c10::ScalarType dtype, const c10::Device& device) {
                                          ? std::filesystem::path(xdg)
                                          : std::filesystem::path(home) / ".cache";
   return (root / "memsweep" / "gemm" /
-          (machine + "." + c10::toString(dtype) + ".torch-" + TORCH_VERSION))
+          (machine + "." + c10::toString(dtype) + ".torch-" + TORCH_VERSION + kMethod))
       .string();
 }
 
@@ -66,21 +73,22 @@ std::string CacheFile(c10::ScalarType dtype, const c10::Device& device) {
 
 double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions& options,
                             const c10::Device& device) {
-  const int64_t n = options.size;
   const auto on_device = at::TensorOptions().device(device);
-  at::Tensor a = at::randn({n, n}, on_device).to(dtype);
-  at::Tensor b = at::randn({n, n}, on_device).to(dtype);
-  at::Tensor c = at::mm(a, b);  // warm-up: thread pool, packing buffers, cuBLAS handles
-  Synchronize(device);
-  double best_seconds = 1e30;
-  for (int i = 0; i < options.repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    at::mm_out(c, a, b);
+  double best_flops = 0.0;
+  for (const int64_t n : options.sizes) {
+    at::Tensor a = at::randn({n, n}, on_device).to(dtype);
+    at::Tensor b = at::randn({n, n}, on_device).to(dtype);
+    at::Tensor c = at::mm(a, b);  // warm-up: thread pool, packing buffers, cuBLAS handles
     Synchronize(device);
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    best_seconds = std::min(best_seconds, elapsed.count());
+    for (int i = 0; i < options.repeats; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      at::mm_out(c, a, b);
+      Synchronize(device);
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      best_flops = std::max(best_flops, 2.0 * static_cast<double>(n) * n * n / elapsed.count());
+    }
   }
-  return 2.0 * static_cast<double>(n) * n * n / best_seconds;
+  return best_flops;
 }
 
 double CachedGemmPeakFlops(c10::ScalarType dtype, const c10::Device& device) {
@@ -97,7 +105,7 @@ double CachedGemmPeakFlops(c10::ScalarType dtype, const c10::Device& device) {
   if (!(flops > 0.0)) {
     flops = device.is_cpu()
                 ? MeasureGemmPeakFlops(dtype, {}, device)
-                : MeasureGemmPeakFlops(dtype, GemmCalibrationOptions{4096, 10}, device);
+                : MeasureGemmPeakFlops(dtype, GemmCalibrationOptions{{4096}, 10}, device);
     if (!file.empty()) {
       std::error_code ignored;
       std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ignored);

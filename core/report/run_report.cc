@@ -81,7 +81,8 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   }
   Row(out, "libtorch", r.environment.torch_version + ", CPU kernels " +
                            r.environment.cpu_capability + ", BLAS " + r.environment.blas_kind +
-                           ", bf16 GEMM " + r.environment.bf16_gemm +
+                           ", fp32 GEMM " + r.environment.fp32_gemm + ", bf16 GEMM " +
+                           r.environment.bf16_gemm +
                            (r.environment.cuda_build ? ", CUDA " + r.environment.cuda_runtime
                                                      : std::string(", no CUDA")));
   Row(out, "steps", std::to_string(s.steps_completed) + " (" + std::to_string(s.measured_steps) +

@@ -304,11 +304,17 @@ ResultsError NewerThanKnown(const std::string& path, int64_t version, int64_t kn
                                 "); use a newer memsweep");
 }
 
+// Version 6: how the CPU ran fp32 products (fp32_gemm: LibTorch's MKL kernels or oneDNN's).
+constexpr const char* kVersion6 = R"sql(
+ALTER TABLE environments ADD COLUMN fp32_gemm TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
-  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
-                                                     {4, kVersion4}, {5, kVersion5}};
+  static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2},
+                                                     {3, kVersion3}, {4, kVersion4},
+                                                     {5, kVersion5}, {6, kVersion6}};
   return kMigrations;
 }
 

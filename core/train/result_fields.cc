@@ -90,6 +90,7 @@ const std::vector<ResultField<env::EnvironmentInfo>>& EnvironmentFields() {
       {"blas_kind", Unit::kText, &E::blas_kind},
       {"cpu_capability", Unit::kText, &E::cpu_capability},
       {"bf16_gemm", Unit::kText, &E::bf16_gemm},
+      {"fp32_gemm", Unit::kText, &E::fp32_gemm},
       {"cuda_build", Unit::kFlag, &E::cuda_build},
       {"cuda_runtime", Unit::kText, &E::cuda_runtime},
       {"cudnn_version", Unit::kText, &E::cudnn_version},

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "core/env/bf16_gemm.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/environment.h"
 #include "core/env/gemm_calibration.h"
@@ -488,14 +488,18 @@ RunResult Trainer::Run() {
   // current for the whole run (its caching allocator is the one measured).
   std::unique_ptr<memory::DeviceMeter> meter;
   std::optional<c10::DeviceGuard> device_guard;
+  const env::ScopedCpuGemmPaths restore_gemm_paths;
   try {
     if (!allocator_settings.empty()) c10::CachingAllocator::setAllocatorSettings(allocator_settings);
     result.device.allocator_settings = allocator_settings;
     if (device.is_cuda()) device_guard.emplace(device);
-    // bf16 products on the CPU: LibTorch's kernels or the upcast ones (env/bf16_gemm.h), chosen
+    // bf16 products on the CPU: LibTorch's kernels or the upcast ones (env/cpu_gemm.h), chosen
     // before the calibration so that the bf16 peak is the one the run gets. Runs that compute in
     // another dtype keep LibTorch's kernels and measure nothing.
+    // fp32 products likewise (oneDNN or MKL): every dtype's run has fp32 products (the loss,
+    // and bf16's upcast path multiplies through them).
     if (device.is_cpu()) {
+      env::UseFp32Gemm(env::ChooseFp32Gemm(config_.device.fp32_gemm));
       env::UseBf16Gemm(compute_dtype == at::kBFloat16 ? env::ChooseBf16Gemm(config_.device.gemm)
                                                       : env::Bf16Gemm::kNative);
     }

@@ -1,9 +1,10 @@
-// memsweep_bench_bf16_gemm: the CPU's bf16 matrix products both ways (core/env/bf16_gemm.h) —
-// LibTorch's native kernels and memsweep's upcast path — against fp32, at the small preset's
+// memsweep_bench_bf16_gemm: the CPU's matrix products every way core/env/cpu_gemm.h offers —
+// fp32 through LibTorch's kernel (MKL) and through oneDNN (where the CPU can run it), bf16
+// through LibTorch's native kernels and through memsweep's upcast path — at the small preset's
 // training shapes (4 x 512 tokens, hidden 512, intermediate 1376, vocab 8192; forward and the two
 // backward products of each). Variants are interleaved within each round, their order rotating;
-// ratios are taken within a round and the median over rounds is reported. Prints the CPU's
-// capability and the load average.
+// each variant's rate against fp32 native is taken within a round and the median over rounds is
+// reported. bf16 variants use auto's fp32 path. Prints the CPU, its capability and the load.
 //
 //   build/release/memsweep_bench_bf16_gemm [--rounds R]
 //   ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
@@ -18,12 +19,19 @@
 #include <vector>
 
 #include "bench_args.h"
-#include "core/env/bf16_gemm.h"
+#include "core/env/cpu_gemm.h"
+#include "core/env/environment.h"
+#include "core/env/onednn_matmul.h"
 
 namespace {
 
 using memsweep::env::Bf16Gemm;
+using memsweep::env::ChooseFp32Gemm;
+using memsweep::env::Fp32Gemm;
+using memsweep::env::Fp32GemmName;
+using memsweep::env::Fp32GemmSetting;
 using memsweep::env::UseBf16Gemm;
+using memsweep::env::UseFp32Gemm;
 
 struct Shape {
   int64_t m, k, n;
@@ -51,6 +59,13 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+struct Variant {
+  const char* name;
+  c10::ScalarType dtype;
+  Fp32Gemm fp32;
+  Bf16Gemm bf16;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,37 +78,45 @@ int main(int argc, char** argv) {
                                      {tokens, 512, 8192}};    // LM head
   double flops = 0;
   for (const Shape& s : shapes) flops += 3 * 2.0 * s.m * s.k * s.n;
-  std::printf("CPU capability %s, threads %d, load %s\n", at::get_cpu_capability().c_str(),
-              at::get_num_threads(), memsweep::bench::LoadAverage().c_str());
-  const char* names[] = {"fp32", "bf16 native", "bf16 upcast"};
-  std::vector<double> seconds[3], native_ratio, upcast_ratio;
-  for (int warm = 0; warm < 2; ++warm) {
-    StepSeconds(shapes, at::kFloat);
-    UseBf16Gemm(Bf16Gemm::kNative);
-    StepSeconds(shapes, at::kBFloat16);
-    UseBf16Gemm(Bf16Gemm::kUpcast);
-    StepSeconds(shapes, at::kBFloat16);
+  const Fp32Gemm fp32_auto = ChooseFp32Gemm(Fp32GemmSetting::kAuto);
+  std::printf("CPU %s (%s), capability %s, threads %d, load %s\n",
+              memsweep::env::CpuModelName().c_str(), memsweep::env::CpuVendor().c_str(),
+              at::get_cpu_capability().c_str(), at::get_num_threads(),
+              memsweep::bench::LoadAverage().c_str());
+  std::printf("fp32 path auto = %s; bf16 upcast multiplies through it\n", Fp32GemmName(fp32_auto));
+  std::vector<Variant> variants = {{"fp32 native", at::kFloat, Fp32Gemm::kNative, Bf16Gemm::kNative}};
+  if (memsweep::env::OnednnFp32Usable()) {
+    variants.push_back({"fp32 onednn", at::kFloat, Fp32Gemm::kOnednn, Bf16Gemm::kNative});
   }
+  variants.push_back({"bf16 native", at::kBFloat16, fp32_auto, Bf16Gemm::kNative});
+  variants.push_back({"bf16 upcast", at::kBFloat16, fp32_auto, Bf16Gemm::kUpcast});
+  const size_t n = variants.size();
+  const auto run = [&](const Variant& v) {
+    UseFp32Gemm(v.fp32);
+    UseBf16Gemm(v.bf16);
+    return StepSeconds(shapes, v.dtype);
+  };
+  for (int warm = 0; warm < 2; ++warm) {
+    for (const Variant& v : variants) run(v);
+  }
+  std::vector<std::vector<double>> seconds(n), ratio(n);  // ratio: fp32 native time / variant's
   for (int r = 0; r < rounds; ++r) {
-    double t[3];
-    for (int j = 0; j < 3; ++j) {
-      const int v = (r + j) % 3;
-      if (v == 1) UseBf16Gemm(Bf16Gemm::kNative);
-      if (v == 2) UseBf16Gemm(Bf16Gemm::kUpcast);
-      t[v] = StepSeconds(shapes, v == 0 ? at::kFloat : at::kBFloat16);
+    std::vector<double> t(n);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t v = (r + j) % n;
+      t[v] = run(variants[v]);
     }
-    for (int v = 0; v < 3; ++v) seconds[v].push_back(t[v]);
-    native_ratio.push_back(t[0] / t[1]);
-    upcast_ratio.push_back(t[0] / t[2]);
+    for (size_t v = 0; v < n; ++v) {
+      seconds[v].push_back(t[v]);
+      ratio[v].push_back(t[0] / t[v]);
+    }
   }
   UseBf16Gemm(Bf16Gemm::kNative);
-  for (int v = 0; v < 3; ++v) {
-    std::printf("%-12s %8.1f GFLOP/s (median of %d rounds)\n", names[v],
-                flops / Median(seconds[v]) / 1e9, rounds);
+  UseFp32Gemm(Fp32Gemm::kNative);
+  for (size_t v = 0; v < n; ++v) {
+    std::printf("%-12s %8.1f GFLOP/s   %.2fx fp32 native (medians of %d rounds)\n",
+                variants[v].name, flops / Median(seconds[v]) / 1e9, Median(ratio[v]), rounds);
   }
-  std::printf("bf16 native / fp32 rate: %.2fx   bf16 upcast / fp32 rate: %.2fx (medians of the "
-              "per-round ratios)\n",
-              Median(native_ratio), Median(upcast_ratio));
   std::printf("load after: %s\n", memsweep::bench::LoadAverage().c_str());
   return 0;
 }

@@ -7,7 +7,7 @@
 //
 //   build/release/memsweep_bench_precision [--steps N] [--rounds R] [--seq-len T] [--batch B]
 //                                          [--native 0|1]
-// bf16 products run on the path [device] gemm = "auto" picks (core/env/bf16_gemm.h); with
+// bf16 products run on the path [device] gemm = "auto" picks (core/env/cpu_gemm.h); with
 // --native 1 (default) bf16-autocast also runs with gemm = "native" as a variant of its own (leave
 // it out on CPUs without native bf16, where it is ~100x slower).
 #include <ATen/ATen.h>
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     for (double loss : v.losses) std::printf(" %.4f", loss);
     std::printf("\n");
   }
-  std::printf("\n[path] = the bf16 GEMM path the run used (core/env/bf16_gemm.h)\n"
+  std::printf("\n[path] = the bf16 GEMM path the run used (core/env/cpu_gemm.h)\n"
               "goals: issue 4, bf16-autocast vs fp32: tokens/s >= 2x, activation memory <= 0.6x;"
               " issue 12: bf16-autocast tokens/s >= 0.9x fp32 on any CPU\n");
   return 0;

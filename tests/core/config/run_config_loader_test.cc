@@ -1,5 +1,6 @@
 #include "core/config/run_config_loader.h"
 #include "core/env/cuda_probe.h"
+#include "core/env/onednn_matmul.h"
 #include "core/config/strategy_resolver.h"
 
 #include <gtest/gtest.h>
@@ -53,13 +54,30 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
 
 TEST(RunConfigLoaderTest, GemmChoosesTheBf16PathAndOldValuesAreRefusedWithTheirLine) {
   // [device] gemm once chose Debian LibTorch 1.13's sgemm_ forwarding ("onednn", ...); it now
-  // chooses how bf16 products run on the CPU (core/env/bf16_gemm.h).
+  // chooses how bf16 products run on the CPU (core/env/cpu_gemm.h).
   const std::string error = ErrorOf(kData + "[device]\nthreads = 1\ngemm = \"onednn\"\n");
   EXPECT_EQ(error.rfind(kSource + ":5:", 0), 0u) << error;
   EXPECT_NE(error.find("is not one of: auto, native, upcast"), std::string::npos) << error;
   EXPECT_EQ(ParseRunConfig(kData + "[device]\ngemm = \"upcast\"\n", kSource).device.gemm,
             env::Bf16GemmSetting::kUpcast);
   EXPECT_EQ(ParseRunConfig(kData, kSource).device.gemm, env::Bf16GemmSetting::kAuto);
+}
+
+TEST(RunConfigLoaderTest, Fp32GemmChoosesTheFp32PathAndOnednnOnlyWhereTheCpuCanRunIt) {
+  const std::string error = ErrorOf(kData + "[device]\nthreads = 1\nfp32_gemm = \"mkl\"\n");
+  EXPECT_EQ(error.rfind(kSource + ":5:", 0), 0u) << error;
+  EXPECT_NE(error.find("is not one of: auto, native, onednn"), std::string::npos) << error;
+  EXPECT_EQ(ParseRunConfig(kData, kSource).device.fp32_gemm, env::Fp32GemmSetting::kAuto);
+  EXPECT_EQ(ParseRunConfig(kData + "[device]\nfp32_gemm = \"native\"\n", kSource).device.fp32_gemm,
+            env::Fp32GemmSetting::kNative);
+  const std::string onednn = kData + "[device]\nfp32_gemm = \"onednn\"\n";
+  if (env::OnednnFp32Usable()) {
+    EXPECT_EQ(ParseRunConfig(onednn, kSource).device.fp32_gemm, env::Fp32GemmSetting::kOnednn);
+  } else {  // refused at plan time, naming what to use instead
+    const std::string refused = ErrorOf(onednn);
+    EXPECT_EQ(refused.rfind(kSource + ":4:", 0), 0u) << refused;
+    EXPECT_NE(refused.find("use \"native\""), std::string::npos) << refused;
+  }
 }
 
 TEST(RunConfigLoaderTest, CudaWithoutAUsableGpuIsRefusedSayingWhatWasFound) {

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "core/dist/process_group.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "support/run_configs.h"
@@ -41,6 +42,8 @@ TEST(GroupPeakTest, MultiProcessMfuDividesByEveryRanksPeak) {
   const RunResult result = trainer.Run();
   ASSERT_EQ(result.status, RunStatus::kOk) << result.error;
   env::SetThreads(1);
+  const env::ScopedCpuGemmPaths restore;  // one rank's peak on the fp32 path the run took
+  env::UseFp32Gemm(env::ChooseFp32Gemm(cfg.device.fp32_gemm));
   const double one_rank = env::CachedGemmPeakFlops(at::kFloat);
   ASSERT_GT(one_rank, 0.0);
   EXPECT_DOUBLE_EQ(result.summary.peak_flops, 2 * one_rank);

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "attention/eager/eager_attention.h"
-#include "core/env/bf16_gemm.h"
+#include "core/env/cpu_gemm.h"
 #include "memsweep/attention.h"
 #include "support/run_configs.h"
 #include "support/tolerances.h"

@@ -1,7 +1,10 @@
-// The upcast bf16 GEMM path (core/env/bf16_gemm.h): exactly "widen, fp32 GEMM, round once" for
-// every registered operator and its backward, LibTorch's own kernels back when it is removed,
-// other dtypes untouched, and an error bound that follows from the arithmetic alone.
-#include "core/env/bf16_gemm.h"
+// The CPU GEMM paths (core/env/cpu_gemm.h). bf16 upcast: exactly "widen, fp32 GEMM, round once"
+// for every registered operator and its backward, LibTorch's own kernels back when it is
+// removed, other dtypes untouched, and an error bound that follows from the arithmetic alone.
+// fp32 oneDNN: every operator and its backward routed to oneDNN's product, bf16's upcast
+// through it too, auto's rule, and a run that records its paths and leaves the process as it
+// found it.
+#include "core/env/cpu_gemm.h"
 
 #include <ATen/ATen.h>
 #include <ATen/ops/mm_cpu_dispatch.h>
@@ -10,20 +13,22 @@
 
 #include <cmath>
 
+#include "core/env/environment.h"
+#include "core/env/onednn_matmul.h"
 #include "support/run_configs.h"
 #include "support/tolerances.h"
 
 namespace memsweep::env::bf16_gemm_test {
 namespace {
 
-// Where the dispatcher finds aten::<op>'s CPU kernel: LibTorch's registration, or bf16_gemm.cc's.
+// Where the dispatcher finds aten::<op>'s CPU kernel: LibTorch's registration, or cpu_gemm.cc's.
 bool CpuKernelIsMemsweeps(const char* op, const char* overload = "") {
   const auto handle = c10::Dispatcher::singleton().findSchema({op, overload});
   if (!handle) return false;
   const std::string table = "\n" + handle->dumpComputedTable();
   const size_t cpu = table.find("\nCPU: ");
   return cpu != std::string::npos &&
-         table.substr(cpu, table.find('\n', cpu + 1) - cpu).find("bf16_gemm.cc") !=
+         table.substr(cpu, table.find('\n', cpu + 1) - cpu).find("cpu_gemm.cc") !=
              std::string::npos;
 }
 
@@ -35,6 +40,95 @@ class Bf16GemmTest : public ::testing::Test {
   void SetUp() override { torch::manual_seed(7); }
   void TearDown() override { UseBf16Gemm(Bf16Gemm::kNative); }
 };
+
+class Fp32GemmTest : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::manual_seed(5); }
+  void TearDown() override {
+    UseBf16Gemm(Bf16Gemm::kNative);
+    UseFp32Gemm(Fp32Gemm::kNative);
+  }
+};
+
+#define SKIP_WITHOUT_ONEDNN()                                                            \
+  if (!OnednnFp32Usable()) {                                                             \
+    GTEST_SKIP() << "oneDNN's fp32 matmul needs AVX-512 (avx512bw, avx512vl, avx512dq) " \
+                    "or AVX-NE-CONVERT; this CPU has neither";                           \
+  }
+
+TEST_F(Fp32GemmTest, OnednnServesEveryFp32OperatorAndItsBackwardAndBf16UpcastGoesThroughIt) {
+  SKIP_WITHOUT_ONEDNN();
+  const at::Tensor a = at::randn({64, 96}), b = at::randn({96, 80}), c = at::randn({64, 80});
+  const at::Tensor ba = at::randn({3, 64, 96}), bb = at::randn({3, 96, 80});
+  const at::Tensor bc = at::randn({3, 64, 80});
+  UseFp32Gemm(Fp32Gemm::kOnednn);
+  ASSERT_EQ(ActiveFp32Gemm(), Fp32Gemm::kOnednn);
+  for (const char* op : {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}) {
+    EXPECT_TRUE(CpuKernelIsMemsweeps(op)) << op;
+    EXPECT_TRUE(CpuKernelIsMemsweeps(op, "out")) << op << ".out";
+  }
+  EXPECT_TRUE(at::equal(at::mm(a, b), OnednnMm(a, b)));
+  EXPECT_TRUE(at::equal(at::addmm(c, a, b, 0.5, 2.0), OnednnAddmm(c, a, b, 0.5, 2.0)));
+  EXPECT_TRUE(at::equal(at::bmm(ba, bb), OnednnBmm(ba, bb)));
+  EXPECT_TRUE(at::equal(at::baddbmm(bc, ba, bb), OnednnBaddbmm(bc, ba, bb, 1.0, 1.0)));
+  at::Tensor out = at::empty({0});
+  at::mm_out(out, a, b);
+  EXPECT_TRUE(at::equal(out, OnednnMm(a, b)));
+  // linear forward and backward (autograd sits above the CPU key).
+  const at::Tensor x = at::randn({32, 96}).requires_grad_(), w = at::randn({80, 96});
+  const at::Tensor grad = at::randn({32, 80});
+  const at::Tensor y = at::linear(x, w);
+  EXPECT_TRUE(at::equal(y, OnednnMm(x.detach(), w.t())));
+  y.backward(grad);
+  EXPECT_TRUE(at::equal(x.grad(), OnednnMm(grad, w)));
+  // bf16 upcast multiplies through oneDNN; float64 stays with LibTorch.
+  UseBf16Gemm(Bf16Gemm::kUpcast);
+  const at::Tensor a16 = Bf16({64, 96}), b16 = Bf16({96, 80});
+  EXPECT_TRUE(at::equal(at::mm(a16, b16), Once(OnednnMm(a16.to(at::kFloat), b16.to(at::kFloat)))));
+  const at::Tensor a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
+  EXPECT_TRUE(at::equal(at::mm(a64, b64), at::cpu::mm(a64, b64)));
+}
+
+TEST_F(Fp32GemmTest, NativeRestoresLibTorchsKernelsOnlyWhenNeitherPathNeedsMemsweeps) {
+  SKIP_WITHOUT_ONEDNN();
+  const at::Tensor a = at::randn({64, 96}), b = at::randn({96, 80});
+  UseFp32Gemm(Fp32Gemm::kOnednn);
+  UseBf16Gemm(Bf16Gemm::kUpcast);
+  UseFp32Gemm(Fp32Gemm::kNative);
+  EXPECT_TRUE(CpuKernelIsMemsweeps("aten::mm"));  // still there for bf16
+  EXPECT_TRUE(at::equal(at::mm(a, b), at::cpu::mm(a, b)));
+  UseBf16Gemm(Bf16Gemm::kNative);
+  EXPECT_FALSE(CpuKernelIsMemsweeps("aten::mm"));
+  UseFp32Gemm(Fp32Gemm::kOnednn);
+  UseFp32Gemm(Fp32Gemm::kOnednn);  // idempotent
+  EXPECT_TRUE(at::equal(at::mm(a, b), OnednnMm(a, b)));
+}
+
+TEST_F(Fp32GemmTest, AutoIsOnednnOffIntelWhereAvx512IsAllowedAndTheRunRecordsIt) {
+  EXPECT_EQ(ChooseFp32Gemm(Fp32GemmSetting::kNative), Fp32Gemm::kNative);
+  EXPECT_EQ(ChooseFp32Gemm(Fp32GemmSetting::kAuto),
+            OnednnFp32Preferred() ? Fp32Gemm::kOnednn : Fp32Gemm::kNative);
+  if (CpuVendor() == "GenuineIntel" || !OnednnFp32Usable()) EXPECT_FALSE(OnednnFp32Preferred());
+  // Limiting oneDNN below AVX-512 (as tools/test-as-avx2 does) turns auto to native.
+  const char* before = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  EXPECT_FALSE(OnednnFp32Preferred());
+  if (before != nullptr) {
+    setenv("ONEDNN_MAX_CPU_ISA", saved.c_str(), 1);
+  } else {
+    unsetenv("ONEDNN_MAX_CPU_ISA");
+  }
+  std::vector<std::string> paths = {"native"};
+  if (OnednnFp32Usable()) paths.push_back("onednn");
+  for (const std::string& gemm : paths) {
+    const train::RunResult r = testing_support::Train(
+        testing_support::TinyRun(1, {"device.fp32_gemm=\"" + gemm + "\""}));
+    ASSERT_EQ(r.status, train::RunStatus::kOk) << r.error;
+    EXPECT_EQ(r.environment.fp32_gemm, gemm);
+    EXPECT_EQ(ActiveFp32Gemm(), Fp32Gemm::kNative) << "the run left its path in force";
+  }
+}
 
 TEST_F(Bf16GemmTest, UpcastIsWidenMultiplyInFp32AndRoundOnceForEveryOperator) {
   const at::Tensor a = Bf16({64, 96}), b = Bf16({96, 80}), bias = Bf16({64, 80});
