@@ -177,15 +177,30 @@ const char* Bf16GemmName(Bf16Gemm gemm) {
   return gemm == Bf16Gemm::kUpcast ? "upcast" : "native";
 }
 
+namespace {
+
+// Whether ONEDNN_MAX_CPU_ISA (unset: no limit) lets oneDNN use an ISA whose name contains one of
+// `markers` ("AMX"; "BF16" for AVX512_CORE_BF16 and above).
+bool OnednnIsaAllows(std::initializer_list<const char*> markers) {
+  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const std::string limit = isa != nullptr ? isa : "";
+  if (limit.empty() || limit == "ALL" || limit.rfind("AVX10", 0) == 0) return true;
+  for (const char* marker : markers) {
+    if (limit.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool AmxBf16Usable() {
-  static const bool usable = [] {
-    const bool amx = CpuHasFlag("amx_bf16");
-    // oneDNN limited below AMX (ONEDNN_MAX_CPU_ISA=AVX2, AVX512_CORE_BF16, ...) cannot use it.
-    const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
-    const std::string limit = isa != nullptr ? isa : "";
-    return amx && (limit.empty() || limit == "ALL" || limit.find("AMX") != std::string::npos);
-  }();
-  return usable;
+  return CpuHasFlag("amx_bf16") && OnednnIsaAllows({"AMX"});
+}
+
+bool NativeBf16Preferred() {
+  if (AmxBf16Usable()) return true;
+  return CpuVendor() != "GenuineIntel" && CpuHasFlag("avx512_bf16") &&
+         OnednnIsaAllows({"BF16", "AMX"});
 }
 
 Bf16Gemm ChooseBf16Gemm(Bf16GemmSetting setting) {
@@ -194,7 +209,7 @@ Bf16Gemm ChooseBf16Gemm(Bf16GemmSetting setting) {
     case Bf16GemmSetting::kUpcast: return Bf16Gemm::kUpcast;
     case Bf16GemmSetting::kAuto: break;
   }
-  return AmxBf16Usable() ? Bf16Gemm::kNative : Bf16Gemm::kUpcast;
+  return NativeBf16Preferred() ? Bf16Gemm::kNative : Bf16Gemm::kUpcast;
 }
 
 void UseBf16Gemm(Bf16Gemm gemm) {

@@ -20,12 +20,13 @@
 //           numerics of oneDNN's bf16 GEMM (fp32 accumulation, one rounding) at the fp32 GEMM's
 //           speed. The widened copies are transient CPU tensors and count in the memory figures.
 // Products in other dtypes (float64, mixed) always go to LibTorch's CPU kernels.
-//   auto    (default) native where oneDNN can use AMX (the CPU reports amx_bf16 and
-//           ONEDNN_MAX_CPU_ISA does not rule it out), upcast everywhere else. A rule, not a
-//           timing, so that every process on a machine — each rank, each cell — takes the same
-//           path and gives the same bits. Measured (docs/benchmarks.md): upcast beats native on
-//           AVX2 (~100x) and on AVX512-BF16 without AMX (0.80x vs 0.57x of fp32); the AMX rule
-//           follows oneDNN's own documentation and has not been measured here.
+//   auto    (default) native where oneDNN can use AMX, or AVX512-BF16 on a processor that is
+//           not Intel's; upcast everywhere else. A rule, not a timing, so that every process on
+//           a machine — each rank, each cell — takes the same path and gives the same bits.
+//           Measured (docs/benchmarks.md): upcast beats native on AVX2 (~100x) and on an Intel
+//           Xeon with AVX512-BF16 without AMX (0.80x vs 0.57x of fp32); native beats upcast on
+//           an AMD EPYC with AVX512-BF16 (3.7x vs 1.55x of MKL's fp32). The AMX rule follows
+//           oneDNN's own documentation and has not been measured here.
 //
 // Autograd sits above the CPU dispatch key, so the backward products (mm of gradients) take the
 // same path. The choice is per process; each cell's worker makes it at the start of the run.
@@ -60,7 +61,10 @@ const char* Bf16GemmName(Bf16Gemm gemm);  // "native", "upcast"
 
 // True where oneDNN can run bf16 GEMMs on AMX here.
 bool AmxBf16Usable();
-// kNative / kUpcast as set; kAuto: native with AmxBf16Usable(), else upcast.
+// auto's rule: AmxBf16Usable(), or AVX512-BF16 on a processor that is not GenuineIntel, with
+// ONEDNN_MAX_CPU_ISA not set below AVX512_CORE_BF16.
+bool NativeBf16Preferred();
+// kNative / kUpcast as set; kAuto: native with NativeBf16Preferred(), else upcast.
 Bf16Gemm ChooseBf16Gemm(Bf16GemmSetting setting);
 // Installs (upcast) or removes (native) memsweep's kernels; idempotent.
 void UseBf16Gemm(Bf16Gemm gemm);

@@ -35,6 +35,28 @@ bool CpuKernelIsMemsweeps(const char* op, const char* overload = "") {
 at::Tensor Bf16(at::IntArrayRef sizes) { return at::randn(sizes).to(at::kBFloat16); }
 at::Tensor Once(const at::Tensor& fp32) { return fp32.to(at::kBFloat16); }
 
+// Sets ONEDNN_MAX_CPU_ISA for its lifetime, then puts back what was there.
+class ScopedOnednnIsa {
+ public:
+  explicit ScopedOnednnIsa(const char* isa) {
+    const char* before = std::getenv("ONEDNN_MAX_CPU_ISA");
+    had_ = before != nullptr;
+    if (had_) saved_ = before;
+    setenv("ONEDNN_MAX_CPU_ISA", isa, 1);
+  }
+  ~ScopedOnednnIsa() {
+    if (had_) {
+      setenv("ONEDNN_MAX_CPU_ISA", saved_.c_str(), 1);
+    } else {
+      unsetenv("ONEDNN_MAX_CPU_ISA");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string saved_;
+};
+
 class Bf16GemmTest : public ::testing::Test {
  protected:
   void SetUp() override { torch::manual_seed(7); }
@@ -110,14 +132,9 @@ TEST_F(Fp32GemmTest, AutoIsOnednnOffIntelWhereAvx512IsAllowedAndTheRunRecordsIt)
             OnednnFp32Preferred() ? Fp32Gemm::kOnednn : Fp32Gemm::kNative);
   if (CpuVendor() == "GenuineIntel" || !OnednnFp32Usable()) EXPECT_FALSE(OnednnFp32Preferred());
   // Limiting oneDNN below AVX-512 (as tools/test-as-avx2 does) turns auto to native.
-  const char* before = std::getenv("ONEDNN_MAX_CPU_ISA");
-  const std::string saved = before != nullptr ? before : "";
-  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-  EXPECT_FALSE(OnednnFp32Preferred());
-  if (before != nullptr) {
-    setenv("ONEDNN_MAX_CPU_ISA", saved.c_str(), 1);
-  } else {
-    unsetenv("ONEDNN_MAX_CPU_ISA");
+  {
+    const ScopedOnednnIsa avx2("AVX2");
+    EXPECT_FALSE(OnednnFp32Preferred());
   }
   std::vector<std::string> paths = {"native"};
   if (OnednnFp32Usable()) paths.push_back("onednn");
@@ -201,9 +218,21 @@ TEST_F(Bf16GemmTest, UpcastErrorStaysWithinTheArithmeticBound) {
   }
 }
 
-TEST_F(Bf16GemmTest, AutoIsNativeOnlyWhereAmxIsUsableAndTheRunRecordsThePath) {
+TEST_F(Bf16GemmTest, AutoIsNativeWhereAmxOrAvx512Bf16OffIntelAndTheRunRecordsThePath) {
   EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kAuto),
-            AmxBf16Usable() ? Bf16Gemm::kNative : Bf16Gemm::kUpcast);
+            NativeBf16Preferred() ? Bf16Gemm::kNative : Bf16Gemm::kUpcast);
+  EXPECT_EQ(NativeBf16Preferred(),
+            AmxBf16Usable() || (CpuVendor() != "GenuineIntel" && CpuHasFlag("avx512_bf16")));
+  {
+    const ScopedOnednnIsa avx2("AVX2");  // as tools/test-as-avx2 runs: no native bf16
+    EXPECT_FALSE(NativeBf16Preferred());
+    EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kAuto), Bf16Gemm::kUpcast);
+  }
+  {
+    const ScopedOnednnIsa bf16("AVX512_CORE_BF16");  // AVX512-BF16 allowed, AMX not
+    EXPECT_FALSE(AmxBf16Usable());
+    EXPECT_EQ(NativeBf16Preferred(), CpuVendor() != "GenuineIntel" && CpuHasFlag("avx512_bf16"));
+  }
   EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kNative), Bf16Gemm::kNative);
   EXPECT_EQ(ChooseBf16Gemm(Bf16GemmSetting::kUpcast), Bf16Gemm::kUpcast);
   for (const char* gemm : {"native", "upcast"}) {
