@@ -76,6 +76,9 @@ double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions&
   const auto on_device = at::TensorOptions().device(device);
   double best_flops = 0.0;
   for (const int64_t n : options.sizes) {
+    // A path so slow that one multiply of the last size took over a second (LibTorch's generic
+    // bf16 GEMM on an AVX2 CPU: ~2 GFLOP/s) is nowhere near a peak a larger size would find.
+    if (best_flops > 0.0 && 2.0 * static_cast<double>(n) * n * n / best_flops > 2.0) break;
     at::Tensor a = at::randn({n, n}, on_device).to(dtype);
     at::Tensor b = at::randn({n, n}, on_device).to(dtype);
     at::Tensor c = at::mm(a, b);  // warm-up: thread pool, packing buffers, cuBLAS handles

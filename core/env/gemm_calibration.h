@@ -21,7 +21,8 @@ struct GemmCalibrationOptions {
 };
 
 // Best observed FLOP/s of at::mm on size×size matrices of `dtype` on `device`, over the sizes
-// (timed with the device synchronised around each multiply).
+// in order (timed with the device synchronised around each multiply); a size whose multiply
+// would take over 2 s at the best rate so far is skipped with the rest.
 double MeasureGemmPeakFlops(c10::ScalarType dtype, const GemmCalibrationOptions& options = {},
                             const c10::Device& device = c10::Device(c10::kCPU));
 

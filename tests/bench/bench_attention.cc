@@ -8,6 +8,10 @@
 //
 //   build/release/memsweep_bench_attention [--rounds R] [--max-seq S] [--eager-max-seq S]
 //                                          [--chunk-block N] [--q-tile N] [--k-tile N]
+//                                          [--auto-gemm 0|1]
+// --auto-gemm 1 runs LibTorch's products (eager's, chunked's, the calibration's) on the paths a
+// memsweep run takes by default (core/env/cpu_gemm.h: [device] fp32_gemm and gemm = "auto");
+// 0 (default) leaves LibTorch's own kernels, as the figures before those paths were taken.
 #include <ATen/ATen.h>
 #include <ATen/Version.h>
 
@@ -26,6 +30,7 @@
 #include "attention/eager/eager_attention.h"
 #include "attention/flash/flash_attention.h"
 #include "attention/flash/flash_tile_ops.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
@@ -107,10 +112,16 @@ int main(int argc, char** argv) {
               static_cast<long long>(plugins::flash::L2CacheBytes() / 1024), chunk_block);
   std::printf("flash isa: auto = %s (LibTorch CPU capability %s)\n",
               plugins::flash::IsaName(plugins::flash::BestIsa()), at::get_cpu_capability().c_str());
+  if (ArgInt(argc, argv, "--auto-gemm", 0) != 0) {
+    env::UseFp32Gemm(env::ChooseFp32Gemm(env::Fp32GemmSetting::kAuto));
+    env::UseBf16Gemm(env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto));
+  }
+  std::printf("GEMM paths: fp32 %s, bf16 %s (core/env/cpu_gemm.h)\n",
+              env::Fp32GemmName(env::ActiveFp32Gemm()), env::Bf16GemmName(env::ActiveBf16Gemm()));
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   const double peak_fp32 = env::CachedGemmPeakFlops(at::kFloat);
   const double peak_bf16 = env::CachedGemmPeakFlops(at::kBFloat16);
-  std::printf("GEMM calibration (at::mm 1536^3, best of 4): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n\n",
+  std::printf("GEMM calibration (at::mm 1024^3, 1536^3, 2048^3, best of 4 each): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n\n",
               peak_fp32 / 1e9, peak_bf16 / 1e9);
 
   std::vector<Variant> all = {

@@ -7,9 +7,10 @@
 //
 //   build/release/memsweep_bench_precision [--steps N] [--rounds R] [--seq-len T] [--batch B]
 //                                          [--native 0|1]
-// bf16 products run on the path [device] gemm = "auto" picks (core/env/cpu_gemm.h); with
-// --native 1 (default) bf16-autocast also runs with gemm = "native" as a variant of its own (leave
-// it out on CPUs without native bf16, where it is ~100x slower).
+// Products run on the paths [device] fp32_gemm and gemm = "auto" pick (core/env/cpu_gemm.h);
+// bf16-autocast also runs with the bf16 path auto did not pick as a variant of its own: upcast
+// where auto picks native, else native with --native 1 (default; leave it out on CPUs without
+// native bf16, where it is ~100x slower).
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env/cpu_gemm.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/train/summary.h"
@@ -51,7 +53,8 @@ struct Variant {
   std::string plugin;
   std::string gemm = "auto";  // [device] gemm
   std::string Label() const { return gemm == "auto" ? plugin : plugin + " (" + gemm + ")"; }
-  std::string bf16_gemm;  // the path the run used (environment.bf16_gemm)
+  std::string bf16_gemm;  // the paths the run used (environment.bf16_gemm, .fp32_gemm)
+  std::string fp32_gemm;
   train::MemoryBreakdown memory;
   std::vector<double> tokens_per_s;   // one per round
   std::vector<double> ratio_vs_fp32;  // one per round
@@ -84,7 +87,11 @@ int main(int argc, char** argv) {
       "strategies.batching.padding=max_length",
   };
   std::vector<Variant> variants = {{"fp32"}, {"bf16-autocast"}, {"bf16"}};
-  if (ArgInt(argc, argv, "--native", 1) != 0) variants.push_back({"bf16-autocast", "native"});
+  // The bf16 path auto did not take, as a variant of its own.
+  const bool auto_native = env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto) == env::Bf16Gemm::kNative;
+  if (ArgInt(argc, argv, "--native", 1) != 0 || auto_native) {
+    variants.push_back({"bf16-autocast", auto_native ? "upcast" : "native"});
+  }
 
   for (int round = 0; round < rounds; ++round) {
     std::printf("round %d:", round + 1);
@@ -104,6 +111,7 @@ int main(int argc, char** argv) {
       v.tokens_per_s.push_back(r.summary.tokens_per_s);
       round_tps[v.Label()] = r.summary.tokens_per_s;
       v.bf16_gemm = r.environment.bf16_gemm;
+      v.fp32_gemm = r.environment.fp32_gemm;
       const double measured = static_cast<double>(r.summary.measured_steps);
       for (const auto& [stage, s] : StageSeconds(r, kWarmupSteps)) {
         v.stage_ms_per_step[stage].push_back(1000.0 * s / measured);
@@ -126,7 +134,8 @@ int main(int argc, char** argv) {
       return it == v.stage_ms_per_step.end() ? 0.0 : train::Percentile(it->second, 0.5);
     };
     std::printf("%-24s %10.0f %11.2fx %6.1f%% %9.0f %9.0f %9.0f %8.1f MiB %8.2fx %8.1f MiB %8.2fx\n",
-                (v.Label() + " [" + v.bf16_gemm + "]").c_str(), train::Percentile(v.tokens_per_s, 0.5),
+                (v.Label() + " [" + v.fp32_gemm + "/" + v.bf16_gemm + "]").c_str(),
+                train::Percentile(v.tokens_per_s, 0.5),
                 train::Percentile(v.ratio_vs_fp32, 0.5), 100.0 * v.mfu, stage("forward"),
                 stage("backward"), stage("optimizer_step"), MiB(v.memory.activations_bytes),
                 static_cast<double>(v.memory.activations_bytes) / fp32.memory.activations_bytes,
@@ -144,7 +153,7 @@ int main(int argc, char** argv) {
     for (double loss : v.losses) std::printf(" %.4f", loss);
     std::printf("\n");
   }
-  std::printf("\n[path] = the bf16 GEMM path the run used (core/env/cpu_gemm.h)\n"
+  std::printf("\n[fp32/bf16] = the fp32 and bf16 GEMM paths the run used (core/env/cpu_gemm.h)\n"
               "goals: issue 4, bf16-autocast vs fp32: tokens/s >= 2x, activation memory <= 0.6x;"
               " issue 12: bf16-autocast tokens/s >= 0.9x fp32 on any CPU\n");
   return 0;
