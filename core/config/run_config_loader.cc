@@ -309,9 +309,10 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
     d.fp32_gemm = static_cast<env::Fp32GemmSetting>(*i);
     if (d.fp32_gemm == env::Fp32GemmSetting::kOnednn && !env::OnednnFp32Usable()) {
       throw ConfigError(r.At("fp32_gemm") +
-                        " = \"onednn\": oneDNN's fp32 matmul needs a CPU with AVX-512 "
-                        "(avx512bw, avx512vl, avx512dq) or AVX-NE-CONVERT, and this one has "
-                        "neither; use \"native\" (LibTorch's MKL) or \"auto\"");
+                        " = \"onednn\": oneDNN's fp32 matmul is not available here: it "
+                        "needs a CPU with AVX-512 (avx512bw, avx512vl, avx512dq) or "
+                        "AVX-NE-CONVERT, with ONEDNN_MAX_CPU_ISA not set below them; use "
+                        "\"native\" (LibTorch's MKL) or \"auto\"");
     }
   }
 }

@@ -239,8 +239,9 @@ Fp32Gemm ChooseFp32Gemm(Fp32GemmSetting setting) {
 
 void UseFp32Gemm(Fp32Gemm gemm) {
   TORCH_CHECK(gemm == Fp32Gemm::kNative || OnednnFp32Usable(),
-              "fp32 GEMM \"onednn\": oneDNN's fp32 matmul needs a CPU with AVX-512 (avx512bw, "
-              "avx512vl, avx512dq) or AVX-NE-CONVERT; use \"native\"");
+              "fp32 GEMM \"onednn\": oneDNN's fp32 matmul is not available here (it needs "
+              "AVX-512 BW/VL/DQ or AVX-NE-CONVERT, with ONEDNN_MAX_CPU_ISA not below them); use "
+              "\"native\"");
   std::lock_guard<std::mutex> lock(g_mutex);
   g_onednn_fp32 = gemm == Fp32Gemm::kOnednn;
   SyncRegistration();

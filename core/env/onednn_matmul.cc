@@ -7,7 +7,6 @@
 #include <ATen/ops/mm_cpu_dispatch.h>
 #include <c10/util/Exception.h>
 
-#include "core/env/environment.h"
 
 // LibTorch's entry to oneDNN's matmul (aten/src/ATen/native/mkldnn/Matmul.cpp): result :=
 // alpha·mat1·mat2 + beta·result for 2-D or 3-D (batched) operands of one dtype, contiguous or
@@ -59,9 +58,18 @@ bool Small(const at::Tensor& a, const at::Tensor& b) {
 }  // namespace
 
 bool OnednnFp32Usable() {
-  static const bool usable = (CpuHasFlag("avx512bw") && CpuHasFlag("avx512vl") &&
-                              CpuHasFlag("avx512dq")) ||
-                             CpuHasFlag("avx_ne_convert");
+  // LibTorch's own check decides (the CPU's flags, and ONEDNN_MAX_CPU_ISA, which oneDNN reads
+  // once): one 1×1 product either runs or is refused before computing anything.
+  static const bool usable = [] {
+    try {
+      const at::Tensor one = at::ones({1, 1});
+      at::Tensor out = at::empty({1, 1});
+      at::native::mkldnn_matmul(one, one, out, 0.0f, 1.0f);
+      return out.item<float>() == 1.0f;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }();
   return usable;
 }
 

@@ -18,7 +18,8 @@
 namespace memsweep::env {
 
 // True where oneDNN's matmul entry point in LibTorch accepts fp32 here: it requires AVX-512
-// (avx512bw, avx512vl, avx512dq) or AVX-NE-CONVERT, and refuses other CPUs.
+// (avx512bw, avx512vl, avx512dq) or AVX-NE-CONVERT, with ONEDNN_MAX_CPU_ISA not set below them,
+// and refuses other CPUs. Asked once per process, of LibTorch itself (a 1×1 product).
 bool OnednnFp32Usable();
 
 // The products, fp32 only (callers route other dtypes elsewhere). Shapes and broadcasting as

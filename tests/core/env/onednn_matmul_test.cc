@@ -20,8 +20,8 @@ class OnednnMatmulTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!OnednnFp32Usable()) {
-      GTEST_SKIP() << "oneDNN's fp32 matmul needs AVX-512 (avx512bw, avx512vl, avx512dq) or "
-                      "AVX-NE-CONVERT; this CPU has neither";
+      GTEST_SKIP() << "oneDNN's fp32 matmul is not available here (AVX-512 BW/VL/DQ or "
+                      "AVX-NE-CONVERT needed; ONEDNN_MAX_CPU_ISA may rule them out)";
     }
     torch::manual_seed(11);
   }
