@@ -8,14 +8,14 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include "core/env/environment.h"
-#include "core/env/onednn_matmul.h"
-
 #include <atomic>
 #include <cstdlib>
-#include <string>
 #include <memory>
 #include <mutex>
+#include <string>
+
+#include "core/env/environment.h"
+#include "core/env/onednn_matmul.h"
 
 namespace memsweep::env {
 namespace {
@@ -24,21 +24,20 @@ namespace {
 std::atomic<bool> g_upcast_bf16{false};
 std::atomic<bool> g_onednn_fp32{false};
 
-bool Bf16(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; }
-bool Fp32(const at::Tensor& t) { return t.scalar_type() == at::kFloat; }
-bool Upcast(std::initializer_list<const at::Tensor*> operands) {
-  if (!g_upcast_bf16.load(std::memory_order_relaxed)) return false;
+// True when `path` is in force and every operand is of the dtype it serves.
+bool Serves(const std::atomic<bool>& path, c10::ScalarType dtype,
+            std::initializer_list<const at::Tensor*> operands) {
+  if (!path.load(std::memory_order_relaxed)) return false;
   for (const at::Tensor* t : operands) {
-    if (!Bf16(*t)) return false;
+    if (t->scalar_type() != dtype) return false;
   }
   return true;
 }
+bool Upcast(std::initializer_list<const at::Tensor*> operands) {
+  return Serves(g_upcast_bf16, at::kBFloat16, operands);
+}
 bool Onednn(std::initializer_list<const at::Tensor*> operands) {
-  if (!g_onednn_fp32.load(std::memory_order_relaxed)) return false;
-  for (const at::Tensor* t : operands) {
-    if (!Fp32(*t)) return false;
-  }
-  return true;
+  return Serves(g_onednn_fp32, at::kFloat, operands);
 }
 at::Tensor Wide(const at::Tensor& t) { return t.to(at::kFloat); }
 at::Tensor Narrow(const at::Tensor& t) { return t.to(at::kBFloat16); }

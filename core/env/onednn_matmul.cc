@@ -21,9 +21,6 @@ TORCH_API void mkldnn_matmul(const at::Tensor& mat1, const at::Tensor& mat2,
 namespace memsweep::env {
 namespace {
 
-// Below this many multiply-adds a product is too small for oneDNN's set-up to pay; LibTorch's
-// kernel computes it (LibTorch itself uses the same threshold for its oneDNN paths).
-constexpr int64_t kSmallestProduct = 16 * 16 * 16;
 
 void CheckFloat(const char* op, std::initializer_list<const at::Tensor*> operands) {
   for (const at::Tensor* t : operands) {
@@ -52,7 +49,7 @@ at::Tensor Product(const at::Tensor* self, const at::Tensor& a, const at::Tensor
 bool Small(const at::Tensor& a, const at::Tensor& b) {
   int64_t macs = a.size(-1) * a.size(-2) * b.size(-1);
   if (a.dim() == 3) macs *= a.size(0);
-  return macs <= kSmallestProduct;
+  return macs <= kOnednnSmallestProduct;
 }
 
 }  // namespace

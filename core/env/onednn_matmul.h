@@ -22,6 +22,12 @@ namespace memsweep::env {
 // and refuses other CPUs. Asked once per process, of LibTorch itself (a 1×1 product).
 bool OnednnFp32Usable();
 
+// Products of at most this many multiply-adds (all batches together) go to LibTorch's kernel:
+// oneDNN's first product in a process costs ~26 ms and each new shape ~0.3–0.9 ms of code
+// generation, while MKL computes a 256³ product in ~0.16 ms on the EPYC of docs/benchmarks.md
+// (where oneDNN needs 0.09). The small preset's products are all ≥ 2048·512·512.
+inline constexpr int64_t kOnednnSmallestProduct = int64_t{1} << 24;  // 256³
+
 // The products, fp32 only (callers route other dtypes elsewhere). Shapes and broadcasting as
 // LibTorch's operators; empty products, k = 0 and alpha = 0 are handled as LibTorch does.
 at::Tensor OnednnMm(const at::Tensor& self, const at::Tensor& mat2);

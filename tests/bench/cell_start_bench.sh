@@ -6,8 +6,9 @@
 # the median step time; then the medians over rounds and the fork/exec ratio.
 # TOKENIZER=path (with VOCAB=its ids, e.g. 151936 for Qwen's tokenizer.json) tokenizes the data
 # with that tokenizer file instead of bytes (BUDGET=1GiB then: the vocabulary makes the tiny model
-# big); MEMSWEEP=path runs another memsweep build.
-# Usage: [TOKENIZER=... VOCAB=... BUDGET=...] [MEMSWEEP=...] tests/bench/cell_start_bench.sh [cells] [rounds]
+# big); MEMSWEEP=path runs another memsweep build; FP32_GEMM=native|onednn sets [device] fp32_gemm
+# (default auto).
+# Usage: [TOKENIZER=... VOCAB=... BUDGET=...] [MEMSWEEP=...] [FP32_GEMM=...] tests/bench/cell_start_bench.sh [cells] [rounds]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${MEMSWEEP:-$here/build/release/memsweep}"
@@ -32,6 +33,7 @@ ${TOKENIZER:+tokenizer = \"$TOKENIZER\"}
 [device]
 type = "cpu"
 memory_budget = "${BUDGET:-64MiB}"
+fp32_gemm = "${FP32_GEMM:-auto}"
 [strategies.batching]
 plugin = "default"
 micro_batch_size = 2
@@ -39,7 +41,7 @@ seq_len = 128
 [matrix]
 "experiment.seed" = [$seeds]
 TOML
-echo "cell_start_bench: $cells one-step tiny cells, $rounds rounds, tokenizer ${TOKENIZER:-bytes}, $bin; cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cell_start_bench: $cells one-step tiny cells, $rounds rounds, tokenizer ${TOKENIZER:-bytes}, fp32_gemm ${FP32_GEMM:-auto}, $bin; cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 declare -A wall cell step
 for round in $(seq 1 "$rounds"); do

@@ -80,9 +80,10 @@ class Fp32GemmTest : public ::testing::Test {
 
 TEST_F(Fp32GemmTest, OnednnServesEveryFp32OperatorAndItsBackwardAndBf16UpcastGoesThroughIt) {
   SKIP_WITHOUT_ONEDNN();
-  const at::Tensor a = at::randn({64, 96}), b = at::randn({96, 80}), c = at::randn({64, 80});
-  const at::Tensor ba = at::randn({3, 64, 96}), bb = at::randn({3, 96, 80});
-  const at::Tensor bc = at::randn({3, 64, 80});
+  // Shapes above kOnednnSmallestProduct, where oneDNN computes.
+  const at::Tensor a = at::randn({256, 320}), b = at::randn({320, 256}), c = at::randn({256, 256});
+  const at::Tensor ba = at::randn({3, 256, 320}), bb = at::randn({3, 320, 256});
+  const at::Tensor bc = at::randn({3, 256, 256});
   UseFp32Gemm(Fp32Gemm::kOnednn);
   ASSERT_EQ(ActiveFp32Gemm(), Fp32Gemm::kOnednn);
   for (const char* op : {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}) {
@@ -97,15 +98,15 @@ TEST_F(Fp32GemmTest, OnednnServesEveryFp32OperatorAndItsBackwardAndBf16UpcastGoe
   at::mm_out(out, a, b);
   EXPECT_TRUE(at::equal(out, OnednnMm(a, b)));
   // linear forward and backward (autograd sits above the CPU key).
-  const at::Tensor x = at::randn({32, 96}).requires_grad_(), w = at::randn({80, 96});
-  const at::Tensor grad = at::randn({32, 80});
+  const at::Tensor x = at::randn({256, 320}).requires_grad_(), w = at::randn({256, 320});
+  const at::Tensor grad = at::randn({256, 256});
   const at::Tensor y = at::linear(x, w);
   EXPECT_TRUE(at::equal(y, OnednnMm(x.detach(), w.t())));
   y.backward(grad);
   EXPECT_TRUE(at::equal(x.grad(), OnednnMm(grad, w)));
   // bf16 upcast multiplies through oneDNN; float64 stays with LibTorch.
   UseBf16Gemm(Bf16Gemm::kUpcast);
-  const at::Tensor a16 = Bf16({64, 96}), b16 = Bf16({96, 80});
+  const at::Tensor a16 = Bf16({256, 320}), b16 = Bf16({320, 256});
   EXPECT_TRUE(at::equal(at::mm(a16, b16), Once(OnednnMm(a16.to(at::kFloat), b16.to(at::kFloat)))));
   const at::Tensor a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
   EXPECT_TRUE(at::equal(at::mm(a64, b64), at::cpu::mm(a64, b64)));
@@ -113,7 +114,7 @@ TEST_F(Fp32GemmTest, OnednnServesEveryFp32OperatorAndItsBackwardAndBf16UpcastGoe
 
 TEST_F(Fp32GemmTest, NativeRestoresLibTorchsKernelsOnlyWhenNeitherPathNeedsMemsweeps) {
   SKIP_WITHOUT_ONEDNN();
-  const at::Tensor a = at::randn({64, 96}), b = at::randn({96, 80});
+  const at::Tensor a = at::randn({256, 320}), b = at::randn({320, 256});
   UseFp32Gemm(Fp32Gemm::kOnednn);
   UseBf16Gemm(Bf16Gemm::kUpcast);
   UseFp32Gemm(Fp32Gemm::kNative);

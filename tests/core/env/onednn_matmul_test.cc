@@ -40,7 +40,7 @@ void ExpectWithinBound(const at::Tensor& got, const at::Tensor& exact, const at:
 }
 
 TEST_F(OnednnMatmulTest, EveryOperatorIsAnFp32GemmWithinTheArithmeticBound) {
-  const int64_t m = 96, k = 320, n = 80;
+  const int64_t m = 256, k = 320, n = 256;  // above kOnednnSmallestProduct
   const at::Tensor a = at::randn({m, k}), b = at::randn({k, n}), bias = at::randn({n});
   const at::Tensor full = at::randn({m, n});
   const at::Tensor mag = at::mm(D(a).abs(), D(b).abs());
@@ -61,12 +61,12 @@ TEST_F(OnednnMatmulTest, EveryOperatorIsAnFp32GemmWithinTheArithmeticBound) {
   ExpectWithinBound(OnednnMm(slice, b), at::mm(D(slice), D(b)),
                     at::mm(D(slice).abs(), D(b).abs()), k, "mm (sliced)");
   // bmm / baddbmm as eager attention calls them: scores with a scale and an added causal bias.
-  const at::Tensor q = at::randn({6, 64, 32}), kt = at::randn({6, 32, 64});
-  const at::Tensor mask = at::randn({64, 64});
+  const at::Tensor q = at::randn({24, 128, 64}), kt = at::randn({24, 64, 128});
+  const at::Tensor mask = at::randn({128, 128});
   const at::Tensor qmag = at::bmm(D(q).abs(), D(kt).abs());
-  ExpectWithinBound(OnednnBmm(q, kt), at::bmm(D(q), D(kt)), qmag, 32, "bmm");
+  ExpectWithinBound(OnednnBmm(q, kt), at::bmm(D(q), D(kt)), qmag, 64, "bmm");
   ExpectWithinBound(OnednnBaddbmm(mask, q, kt, 1.0, 0.125),
-                    D(mask) + 0.125 * at::bmm(D(q), D(kt)), 0.125 * qmag + D(mask).abs(), 32,
+                    D(mask) + 0.125 * at::bmm(D(q), D(kt)), 0.125 * qmag + D(mask).abs(), 64,
                     "baddbmm");
 }
 
@@ -77,12 +77,13 @@ TEST_F(OnednnMatmulTest, EdgesFollowLibTorchsSemantics) {
   EXPECT_TRUE(at::allclose(OnednnAddmm(self, a, b, 0.5, 1.0), self * 0.5));
   EXPECT_EQ(OnednnMm(at::randn({0, 30}), at::randn({30, 50})).sizes(), at::IntArrayRef({0, 50}));
   // alpha = 0: beta·self only; beta = 0: self ignored, even NaN.
-  const at::Tensor x = at::randn({40, 64}), y = at::randn({64, 50});
-  EXPECT_TRUE(at::allclose(OnednnAddmm(self, x, y, 2.0, 0.0), self * 2.0));
-  const at::Tensor nan = at::full({40, 50}, std::nan(""));
+  const at::Tensor big = at::randn({256, 256});
+  const at::Tensor x = at::randn({256, 320}), y = at::randn({320, 256});
+  EXPECT_TRUE(at::allclose(OnednnAddmm(big, x, y, 2.0, 0.0), big * 2.0));
+  const at::Tensor nan = at::full({256, 256}, std::nan(""));
   EXPECT_FALSE(at::isnan(OnednnAddmm(nan, x, y, 0.0, 1.0)).any().item<bool>());
-  // Products too small for oneDNN go to LibTorch's kernel: the same bits as it.
-  const at::Tensor s1 = at::randn({8, 8}), s2 = at::randn({8, 8});
+  // Products up to kOnednnSmallestProduct go to LibTorch's kernel: the same bits as it.
+  const at::Tensor s1 = at::randn({256, 256}), s2 = at::randn({256, 256});
   EXPECT_TRUE(at::equal(OnednnMm(s1, s2), at::cpu::mm(s1, s2)));
   EXPECT_THROW(OnednnMm(x.to(at::kDouble), y.to(at::kDouble)), c10::Error);
 }
