@@ -9,7 +9,8 @@
 # every round too, so a change's before and after are measured in one run.
 # ATTENTION picks memsweep's attention plugin (default eager) and PLAIN_ATTN the plain loop's
 # attn_implementation (eager, the default, or sdpa: ATen's fused kernel, transformers' default).
-# Usage: [BASELINE=...] [ATTENTION=flash] [PLAIN_ATTN=sdpa] tests/bench/plain_eager_bench.sh [rounds] [batch] [seq_len] [steps]
+# FP32_GEMM sets memsweep's [device] fp32_gemm (auto, the default; native; onednn).
+# Usage: [BASELINE=...] [ATTENTION=flash] [PLAIN_ATTN=sdpa] [FP32_GEMM=native] tests/bench/plain_eager_bench.sh [rounds] [batch] [seq_len] [steps]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/build/release/memsweep"
@@ -37,6 +38,7 @@ format = "jsonl"
 type = "cpu"
 threads = 2
 memory_budget = "16GiB"
+fp32_gemm = "${FP32_GEMM:-auto}"
 [strategies.batching]
 micro_batch_size = $batch
 seq_len = $seq
