@@ -203,7 +203,7 @@ TEST_F(Bf16GemmTest, NativeRestoresLibTorchsKernelsAndOtherDtypesAreUntouched) {
 // most γ_k·Σ|a||b| (u32 = 2^-24), and the one rounding to bf16 adds at most u_bf16 = 2^-8 of the
 // result (support/tolerances.h, ProductErrorBound). The bound holds on any CPU: it does not
 // depend on the kernel's blocking. It holds for the path `auto` picks here as well (native,
-// oneDNN's fp32-accumulating bf16 GEMM, where the CPU has AMX; upcast elsewhere).
+// oneDNN's fp32-accumulating bf16 GEMM, with AMX or a non-Intel AVX512-BF16; upcast elsewhere).
 TEST_F(Bf16GemmTest, UpcastErrorStaysWithinTheArithmeticBound) {
   const int64_t k = 512;
   const at::Tensor a = Bf16({128, k}), b = Bf16({k, 64});

@@ -212,7 +212,7 @@ inline double ExpectWithin(const at::Tensor& actual, const at::Tensor& expected,
 }
 
 // While alive, bf16 matrix products take the path a run takes on this CPU (`[device] gemm =
-// "auto"`: native where oneDNN has AMX, the upcast path elsewhere), whose numerics — fp32
+// "auto"`: native where oneDNN has AMX or a non-Intel AVX512-BF16, upcast elsewhere), whose numerics — fp32
 // accumulation, one rounding of the result — the bounds assume; the path before is restored.
 class Bf16GemmAsARunPicks {
  public:
