@@ -7,7 +7,8 @@
 //           only; on an AMD EPYC with AVX-512 it reaches ~210 GFLOP/s on two cores.
 //   onednn  oneDNN's fp32 matmul (env/onednn_matmul.h): fp32 accumulation like any fp32 GEMM, in
 //           oneDNN's order; ~470 GFLOP/s on the same AMD EPYC (docs/benchmarks.md). Needs
-//           AVX-512 (avx512bw/vl/dq) or AVX-NE-CONVERT: OnednnFp32Usable().
+//           AVX-512 (avx512bw/vl/dq) or AVX-NE-CONVERT: OnednnFp32Usable(). Products up to
+//           kOnednnSmallestProduct (256³ multiply-adds) stay on MKL.
 //   auto    (default) onednn on processors that are not Intel's and where oneDNN may use AVX-512
 //           (OnednnFp32Preferred), native elsewhere. A rule, not a timing, for the same reason
 //           as bf16's below. The bf16 upcast path multiplies through the fp32 path in force.
