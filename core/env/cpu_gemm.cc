@@ -160,24 +160,6 @@ void SyncRegistration() {
   g_library = std::move(library);
 }
 
-// True when a limit set in the environment (LibTorch's or oneDNN's) keeps kernels below AVX-512.
-bool IsaLimitedBelowAvx512() {
-  const std::string capability = at::get_cpu_capability();
-  if (capability != "AVX512") return true;
-  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
-  const std::string limit = isa != nullptr ? isa : "";
-  return !(limit.empty() || limit == "ALL" || limit.find("AVX512") != std::string::npos ||
-           limit.find("AMX") != std::string::npos);
-}
-
-}  // namespace
-
-const char* Bf16GemmName(Bf16Gemm gemm) {
-  return gemm == Bf16Gemm::kUpcast ? "upcast" : "native";
-}
-
-namespace {
-
 // Whether ONEDNN_MAX_CPU_ISA (unset: no limit) lets oneDNN use an ISA whose name contains one of
 // `markers` ("AMX"; "BF16" for AVX512_CORE_BF16 and above).
 bool OnednnIsaAllows(std::initializer_list<const char*> markers) {
@@ -190,7 +172,17 @@ bool OnednnIsaAllows(std::initializer_list<const char*> markers) {
   return false;
 }
 
+// True when a limit set in the environment (LibTorch's or oneDNN's) keeps kernels below AVX-512.
+bool IsaLimitedBelowAvx512() {
+  return at::get_cpu_capability() != "AVX512" || !OnednnIsaAllows({"AVX512", "AMX"});
+}
+
 }  // namespace
+
+const char* Bf16GemmName(Bf16Gemm gemm) {
+  return gemm == Bf16Gemm::kUpcast ? "upcast" : "native";
+}
+
 
 bool AmxBf16Usable() {
   return CpuHasFlag("amx_bf16") && OnednnIsaAllows({"AMX"});
