@@ -10,6 +10,7 @@
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
 #include "core/data/document_encoder.h"
+#include "core/data/token_cache.h"
 #include "core/data/token_file.h"
 #include "core/dist/nccl_communicator.h"
 #include "core/env/cpu_gemm.h"
@@ -139,7 +140,13 @@ int64_t ReadData(const std::string& source, const toml::table& t, data::DataConf
     }
     d.tokenizer = FromExperimentFile(source, d.tokenizer);
     try {
-      tokenizer_ids = data::DocumentEncoder(d).VocabSize();
+      const std::string key = data::TokenizerCacheKey(d);
+      if (const std::optional<int64_t> cached = data::ReadVocabCache(key)) {
+        tokenizer_ids = *cached;
+      } else {
+        tokenizer_ids = data::DocumentEncoder(d).VocabSize();
+        data::WriteVocabCache(key, tokenizer_ids);
+      }
     } catch (const data::TokenizerError& e) {
       throw ConfigError(r.At("tokenizer") + ": " + e.what());
     }

@@ -10,11 +10,18 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <mutex>
 
 namespace memsweep::data {
 namespace {
 
 using nlohmann::json;
+
+constexpr size_t kLongestCachedWord = 255;  // bytes
+
+uint64_t PairKey(int32_t left, int32_t right) {
+  return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
+}
 
 // GPT-2's pre-tokenizer regex (ByteLevel with use_regex = true).
 constexpr const char* kGpt2Pattern =
@@ -74,6 +81,8 @@ std::string WithUnicodeWhiteSpace(const std::string& pattern) {
 struct BpeTokenizer::Regex {
   pcre2_code* code = nullptr;
   pcre2_match_data* match = nullptr;
+  std::mutex mutex;  // one Encode at a time: `match` and `words` are shared state
+  std::unordered_map<std::string, std::vector<int32_t>> words;  // the word cache
   ~Regex() {
     if (match != nullptr) pcre2_match_data_free(match);
     if (code != nullptr) pcre2_code_free(code);
@@ -127,6 +136,7 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
     if (t.vocab_.count(symbol) == 0) throw fail("the vocabulary lacks a byte-level symbol");
   }
   int32_t rank = 0;
+  t.merges_.reserve(model.at("merges").size());
   for (const json& merge : model.at("merges")) {
     std::string a, b;
     if (merge.is_string()) {
@@ -145,7 +155,7 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
     if (ia == t.vocab_.end() || ib == t.vocab_.end() || ic == t.vocab_.end()) {
       throw fail("merge \"" + a + " " + b + "\" names a token missing from the vocabulary");
     }
-    t.merges_.emplace(std::make_pair(ia->second, ib->second), std::make_pair(rank++, ic->second));
+    t.merges_.emplace(PairKey(ia->second, ib->second), std::make_pair(rank++, ic->second));
   }
   for (const json& added : root.value("added_tokens", json::array())) {
     if (added.value("lstrip", false) || added.value("rstrip", false) ||
@@ -217,6 +227,7 @@ int32_t BpeTokenizer::TokenId(const std::string& token) const {
 int64_t BpeTokenizer::VocabSize() const { return vocab_size_; }
 
 std::vector<int32_t> BpeTokenizer::Encode(std::string_view text) const {
+  const std::lock_guard<std::mutex> lock(regex_->mutex);
   std::vector<int32_t> out;
   size_t segment = 0;
   for (size_t i = 0; i < text.size();) {
@@ -281,6 +292,19 @@ void BpeTokenizer::EncodeSegment(std::string_view raw, std::vector<int32_t>& out
 }
 
 void BpeTokenizer::EncodeWord(const std::string& word, std::vector<int32_t>& out) const {
+  const auto cached = regex_->words.find(word);
+  if (cached != regex_->words.end()) {
+    out.insert(out.end(), cached->second.begin(), cached->second.end());
+    return;
+  }
+  const size_t first = out.size();
+  MergeWord(word, out);
+  if (word.size() <= kLongestCachedWord && regex_->words.size() < kWordCacheCapacity) {
+    regex_->words.emplace(word, std::vector<int32_t>(out.begin() + first, out.end()));
+  }
+}
+
+void BpeTokenizer::MergeWord(const std::string& word, std::vector<int32_t>& out) const {
   if (ignore_merges_) {
     const auto whole = vocab_.find(word);
     if (whole != vocab_.end()) {
@@ -300,27 +324,28 @@ void BpeTokenizer::EncodeWord(const std::string& word, std::vector<int32_t>& out
   }
   while (symbols.size() > 1) {
     int32_t best_rank = std::numeric_limits<int32_t>::max();
+    int32_t merged = -1;
     std::pair<int32_t, int32_t> best;
     for (size_t k = 0; k + 1 < symbols.size(); ++k) {
-      const auto found = merges_.find({symbols[k], symbols[k + 1]});
+      const auto found = merges_.find(PairKey(symbols[k], symbols[k + 1]));
       if (found != merges_.end() && found->second.first < best_rank) {
         best_rank = found->second.first;
-        best = found->first;
+        merged = found->second.second;
+        best = {symbols[k], symbols[k + 1]};
       }
     }
-    if (best_rank == std::numeric_limits<int32_t>::max()) break;
-    const int32_t merged = merges_.at(best).second;
-    std::vector<int32_t> next;
-    next.reserve(symbols.size());
+    if (merged < 0) break;
+    // Every occurrence of the best pair, left to right, as Hugging Face's BPE merges them.
+    size_t kept = 0;
     for (size_t k = 0; k < symbols.size(); ++k) {
       if (k + 1 < symbols.size() && symbols[k] == best.first && symbols[k + 1] == best.second) {
-        next.push_back(merged);
+        symbols[kept++] = merged;
         ++k;
       } else {
-        next.push_back(symbols[k]);
+        symbols[kept++] = symbols[k];
       }
     }
-    symbols.swap(next);
+    symbols.resize(kept);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
 }

@@ -13,11 +13,15 @@
 //   model          BPE over the byte-level alphabet: merges by rank (strings "a b" or pairs),
 //                  ignore_merges (a whole pre-token in the vocabulary is one id), no byte
 //                  fallback, no dropout
+//
+// Encoding keeps the ids of up to kWordCacheCapacity pre-tokens (words under 256 bytes), as
+// Hugging Face's BPE does: natural text repeats its words, and a repeated word then costs one
+// hash lookup instead of its merges. Encode is safe to call from several threads (one at a time
+// runs; the regex's match data and the cache are the tokenizer's).
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,15 +45,20 @@ class BpeTokenizer : public TextTokenizer {
   int32_t TokenId(const std::string& token) const override;
   int64_t VocabSize() const override;  // largest id + 1
 
+  static constexpr size_t kWordCacheCapacity = 10000;
+
  private:
   BpeTokenizer();
   void EncodeSegment(std::string_view text, std::vector<int32_t>& out) const;
+  // A pre-token's ids: from the word cache, or by MergeWord (then cached).
   void EncodeWord(const std::string& word, std::vector<int32_t>& out) const;
+  void MergeWord(const std::string& word, std::vector<int32_t>& out) const;
 
   struct Regex;
-  std::unique_ptr<Regex> regex_;
+  std::unique_ptr<Regex> regex_;  // also holds the mutex and the word cache
   std::unordered_map<std::string, int32_t> vocab_;
-  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_;  // -> (rank, id)
+  // (left id << 32 | right id) -> (rank, merged id)
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   std::vector<std::pair<std::string, int32_t>> added_;  // longest first
   std::array<bool, 256> added_first_byte_{};  // bytes an added token starts with
   bool ignore_merges_ = false;

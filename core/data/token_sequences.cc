@@ -6,6 +6,7 @@
 #include "core/data/byte_tokenizer.h"
 #include "core/data/document_encoder.h"
 #include "core/data/document_source.h"
+#include "core/data/token_cache.h"
 #include "core/data/token_file.h"
 
 namespace memsweep::data {
@@ -17,24 +18,45 @@ void Append(TokenSequences& sequences, const int32_t* begin, int64_t count) {
 }
 
 // Adds one document (or token stream) as one or more sequences, following `long_documents`.
-void AddDocument(TokenSequences& sequences, const std::vector<int32_t>& ids, int64_t seq_len,
+void AddDocument(TokenSequences& sequences, const int32_t* ids, int64_t n, int64_t seq_len,
                  LongDocuments long_documents) {
-  const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t max_tokens = seq_len + 1;
   switch (long_documents) {
     case LongDocuments::kKeep:
-      Append(sequences, ids.data(), n);
+      Append(sequences, ids, n);
       return;
     case LongDocuments::kTruncate:
-      Append(sequences, ids.data(), std::min(n, max_tokens));
+      Append(sequences, ids, std::min(n, max_tokens));
       return;
     case LongDocuments::kSplit:
       // Pieces start every seq_len tokens; a piece needs two tokens to train one position.
       for (int64_t start = 0; start + 1 < n; start += seq_len) {
-        Append(sequences, ids.data() + start, std::min(max_tokens, n - start));
+        Append(sequences, ids + start, std::min(max_tokens, n - start));
       }
       return;
   }
+}
+
+// Every document's ids: from the token cache when it holds this corpus, else encoded (and then
+// cached, for a real tokenizer).
+EncodedDocuments EncodedCorpus(const DataConfig& config) {
+  const std::string key = TokenCacheKey(config);
+  if (std::optional<EncodedDocuments> cached = ReadTokenCache(key)) return std::move(*cached);
+  const DocumentEncoder encoder(config);
+  EncodedDocuments documents;
+  for (const TextDocument& document : LoadDocuments(config)) {
+    size_t prompt_tokens = 0;
+    std::vector<int32_t> ids = encoder.Encode(document.prompt, document.text, &prompt_tokens);
+    if (config.train_on == TrainOn::kCompletion) {
+      // BOS and the prompt's tokens are input only: the first target is the completion's
+      // first token, predicted from the prompt's last.
+      for (size_t i = 0; i < prompt_tokens && i < ids.size(); ++i) ids[i] = InputOnly(ids[i]);
+    }
+    documents.ids.insert(documents.ids.end(), ids.begin(), ids.end());
+    documents.ends.push_back(static_cast<int64_t>(documents.ids.size()));
+  }
+  WriteTokenCache(key, documents);
+  return documents;
 }
 
 }  // namespace
@@ -47,16 +69,12 @@ TokenSequences LoadTokenSequences(const DataConfig& config, LongDocuments long_d
   TokenSequences sequences;
   sequences.starts.push_back(0);
   if (config.format != DataFormat::kTokens) {
-    const DocumentEncoder encoder(config);
-    for (const TextDocument& document : LoadDocuments(config)) {
-      size_t prompt_tokens = 0;
-      std::vector<int32_t> ids = encoder.Encode(document.prompt, document.text, &prompt_tokens);
-      if (config.train_on == TrainOn::kCompletion) {
-        // BOS and the prompt's tokens are input only: the first target is the completion's
-        // first token, predicted from the prompt's last.
-        for (size_t i = 0; i < prompt_tokens && i < ids.size(); ++i) ids[i] = InputOnly(ids[i]);
-      }
-      AddDocument(sequences, ids, config.seq_len, long_documents);
+    const EncodedDocuments documents = EncodedCorpus(config);
+    int64_t begin = 0;
+    for (const int64_t end : documents.ends) {
+      AddDocument(sequences, documents.ids.data() + begin, end - begin, config.seq_len,
+                  long_documents);
+      begin = end;
     }
     sequences.tokens.shrink_to_fit();
     return sequences;

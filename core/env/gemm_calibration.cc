@@ -12,10 +12,12 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <tuple>
 #include <unistd.h>
 #include <cctype>
 
+#include "core/env/cache_dir.h"
 #include "core/env/cpu_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/environment.h"
@@ -58,14 +60,9 @@ std::string CacheFile(c10::ScalarType dtype, const c10::Device& device) {
   for (char& c : machine) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '-';
   }
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  if ((xdg == nullptr || *xdg == '\0') && home == nullptr) return "";
-  const std::filesystem::path root = (xdg != nullptr && *xdg != '\0')
-                                         ? std::filesystem::path(xdg)
-                                         : std::filesystem::path(home) / ".cache";
-  return (root / "memsweep" / "gemm" /
-          (machine + "." + c10::toString(dtype) + ".torch-" + TORCH_VERSION + kMethod))
+  const std::filesystem::path dir = CacheDir("gemm");
+  if (dir.empty()) return "";
+  return (dir / (machine + "." + c10::toString(dtype) + ".torch-" + TORCH_VERSION + kMethod))
       .string();
 }
 
@@ -110,11 +107,9 @@ double CachedGemmPeakFlops(c10::ScalarType dtype, const c10::Device& device) {
                 ? MeasureGemmPeakFlops(dtype, {}, device)
                 : MeasureGemmPeakFlops(dtype, GemmCalibrationOptions{{4096}, 10}, device);
     if (!file.empty()) {
-      std::error_code ignored;
-      std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ignored);
-      const std::string temporary = file + ".tmp" + std::to_string(::getpid());
-      std::ofstream(temporary) << flops << "\n";
-      std::filesystem::rename(temporary, file, ignored);
+      std::ostringstream text;
+      text << flops << "\n";
+      WriteCacheFile(file, text.str());
     }
   }
   return cache.emplace(key, flops).first->second;

@@ -23,38 +23,12 @@
 #include "memsweep/token_sequences.h"
 #include "support/run_configs.h"
 #include "support/tokenizer_reference.h"
+#include "support/trained_sentencepiece.h"
 
 namespace memsweep::data {
 namespace {
 
-// A 600-piece BPE model with byte fallback trained on the bundled corpus, once per test process,
-// in a folder of its own (ctest runs the tests of this file in parallel processes).
-const std::string& TrainedModelDir() {
-  static const std::string dir = [] {
-    const std::string out =
-        ::testing::TempDir() + "sentencepiece-model-" + std::to_string(::getpid());
-    std::filesystem::create_directories(out);
-    const std::string text = out + "/corpus.txt";
-    {
-      std::ifstream in(testing_support::SourcePath("experiments/data/devils-dictionary.jsonl"));
-      std::ofstream corpus(text);
-      for (std::string line; std::getline(in, line);) {
-        if (!line.empty())
-          corpus << nlohmann::json::parse(line).at("text").get<std::string>() << "\n";
-      }
-    }
-    const auto status = sentencepiece::SentencePieceTrainer::Train(
-        "--input=" + text + " --model_prefix=" + out + "/tokenizer --vocab_size=600" +
-        " --model_type=bpe --byte_fallback=true --num_threads=1 --minloglevel=2");
-    if (!status.ok()) throw std::runtime_error("training failed: " + status.ToString());
-    return out;
-  }();
-  // Removed when the process ends.
-  static const struct Cleanup {
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup;
-  return dir;
-}
+const std::string& TrainedModelDir() { return testing_support::TrainedSentencePieceDir(); }
 
 TEST(SentencePieceTokenizerTest, ReadsAModelWithItsPiecesBosEosAndByteFallback) {
   const auto tokenizer = SentencePieceTokenizer::Load(TrainedModelDir() + "/tokenizer.model");

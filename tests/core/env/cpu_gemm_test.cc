@@ -16,6 +16,7 @@
 #include "core/env/environment.h"
 #include "core/env/onednn_matmul.h"
 #include "support/run_configs.h"
+#include "support/scoped_env.h"
 #include "support/tolerances.h"
 
 namespace memsweep::env::bf16_gemm_test {
@@ -36,25 +37,9 @@ at::Tensor Bf16(at::IntArrayRef sizes) { return at::randn(sizes).to(at::kBFloat1
 at::Tensor Once(const at::Tensor& fp32) { return fp32.to(at::kBFloat16); }
 
 // Sets ONEDNN_MAX_CPU_ISA for its lifetime, then puts back what was there.
-class ScopedOnednnIsa {
+class ScopedOnednnIsa : public testing_support::ScopedEnv {
  public:
-  explicit ScopedOnednnIsa(const char* isa) {
-    const char* before = std::getenv("ONEDNN_MAX_CPU_ISA");
-    had_ = before != nullptr;
-    if (had_) saved_ = before;
-    setenv("ONEDNN_MAX_CPU_ISA", isa, 1);
-  }
-  ~ScopedOnednnIsa() {
-    if (had_) {
-      setenv("ONEDNN_MAX_CPU_ISA", saved_.c_str(), 1);
-    } else {
-      unsetenv("ONEDNN_MAX_CPU_ISA");
-    }
-  }
-
- private:
-  bool had_ = false;
-  std::string saved_;
+  explicit ScopedOnednnIsa(const char* isa) : ScopedEnv("ONEDNN_MAX_CPU_ISA", isa) {}
 };
 
 class Bf16GemmTest : public ::testing::Test {

@@ -1,0 +1,40 @@
+#include "core/env/cache_dir.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <system_error>
+
+namespace memsweep::env {
+
+std::filesystem::path CacheDir(const std::string& what) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (xdg != nullptr && *xdg != '\0') return std::filesystem::path(xdg) / "memsweep" / what;
+  if (home != nullptr && *home != '\0') {
+    return std::filesystem::path(home) / ".cache" / "memsweep" / what;
+  }
+  return {};
+}
+
+bool WriteCacheFile(const std::filesystem::path& file, const std::string& bytes) {
+  std::error_code error;
+  std::filesystem::create_directories(file.parent_path(), error);
+  if (error) return false;
+  const std::filesystem::path temporary =
+      file.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::filesystem::remove(temporary, error);
+      return false;
+    }
+  }
+  std::filesystem::rename(temporary, file, error);
+  if (error) std::filesystem::remove(temporary, error);
+  return !error;
+}
+
+}  // namespace memsweep::env
