@@ -11,8 +11,9 @@
 // completion.
 //
 // A tokenizer file is loaded once per process and kept (keyed by path, size and modification
-// time): planning loads it to check [model] vocab_size, and the cells — forked from the runner —
-// find it loaded instead of reading it again (Qwen's 7 MB tokenizer.json takes ~0.4 s).
+// time): when planning loads it to check [model] vocab_size, the cells — forked from the runner —
+// find it loaded instead of reading it again (Qwen's 7 MB tokenizer.json takes ~0.4 s). Once the
+// token cache (token_cache.h) holds its id count and the corpus's ids, neither loads it.
 //
 //   DocumentEncoder encoder(config);                  // loads the tokenizer, or reuses it
 //   std::vector<int32_t> ids = encoder.Encode("", text);
