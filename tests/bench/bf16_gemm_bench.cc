@@ -6,7 +6,7 @@
 // each variant's rate against fp32 native is taken within a round and the median over rounds is
 // reported. bf16 variants use auto's fp32 path. Prints the CPU, its capability and the load.
 //
-//   build/release/memsweep_bench_bf16_gemm [--rounds R]
+//   build/release/memsweep_bench_bf16_gemm [--rounds R] [--glibc-heap 1]
 //   ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
 //     build/release/memsweep_bench_bf16_gemm        # as on an AVX2-only CPU
 #include <ATen/ATen.h>
@@ -22,6 +22,7 @@
 #include "core/env/cpu_gemm.h"
 #include "core/env/environment.h"
 #include "core/env/onednn_matmul.h"
+#include "core/memory/tracking_allocator.h"
 
 namespace {
 
@@ -69,6 +70,11 @@ struct Variant {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Tensors come from memsweep's heap, as in a run: freed blocks serve the next product's
+  // temporaries instead of fresh pages (glibc maps anything over 32 MiB anew on every call).
+  // --glibc-heap 1 leaves glibc's default policy, for comparison.
+  const bool glibc_heap = memsweep::bench::ArgInt(argc, argv, "--glibc-heap", 0) != 0;
+  if (!glibc_heap) memsweep::memory::TrackingAllocator::Install();
   const int rounds = memsweep::bench::ArgInt(argc, argv, "--rounds", 9);
   const int64_t tokens = 4 * 512;
   const std::vector<Shape> shapes = {{tokens, 512, 512 * 3},  // q, k, v
@@ -83,7 +89,8 @@ int main(int argc, char** argv) {
               memsweep::env::CpuModelName().c_str(), memsweep::env::CpuVendor().c_str(),
               at::get_cpu_capability().c_str(), at::get_num_threads(),
               memsweep::bench::LoadAverage().c_str());
-  std::printf("fp32 path auto = %s; bf16 upcast multiplies through it\n", Fp32GemmName(fp32_auto));
+  std::printf("fp32 path auto = %s; bf16 upcast multiplies through it; heap: %s\n",
+              Fp32GemmName(fp32_auto), glibc_heap ? "glibc's default" : "memsweep's (as in a run)");
   std::vector<Variant> variants = {{"fp32 native", at::kFloat, Fp32Gemm::kNative, Bf16Gemm::kNative}};
   if (memsweep::env::OnednnFp32Usable()) {
     variants.push_back({"fp32 onednn", at::kFloat, Fp32Gemm::kOnednn, Bf16Gemm::kNative});
