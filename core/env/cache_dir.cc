@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <system_error>
@@ -22,8 +24,10 @@ bool WriteCacheFile(const std::filesystem::path& file, const std::string& bytes)
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
   if (error) return false;
-  const std::filesystem::path temporary =
-      file.string() + ".tmp" + std::to_string(::getpid());
+  // A name of this process and this call: threads and processes may write the same file at once.
+  static std::atomic<uint64_t> calls{0};
+  const std::filesystem::path temporary = file.string() + ".tmp" + std::to_string(::getpid()) +
+                                          "-" + std::to_string(calls.fetch_add(1));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
