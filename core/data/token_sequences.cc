@@ -37,11 +37,20 @@ void AddDocument(TokenSequences& sequences, const int32_t* ids, int64_t n, int64
   }
 }
 
-// Every document's ids: from the token cache when it holds this corpus, else encoded (and then
-// cached, for a real tokenizer).
-EncodedDocuments EncodedCorpus(const DataConfig& config) {
+// Calls `add(ids, count)` for every document's ids, in order: from the token cache when it holds
+// this corpus, else encoded — and then written to the cache when the corpus is cached (its ids
+// are kept for that; an uncached corpus streams, one document at a time).
+template <typename Add>
+void ForEachEncodedDocument(const DataConfig& config, const Add& add) {
   const std::string key = TokenCacheKey(config);
-  if (std::optional<EncodedDocuments> cached = ReadTokenCache(key)) return std::move(*cached);
+  if (std::optional<EncodedDocuments> cached = ReadTokenCache(key)) {
+    int64_t begin = 0;
+    for (const int64_t end : cached->ends) {
+      add(cached->ids.data() + begin, end - begin);
+      begin = end;
+    }
+    return;
+  }
   const DocumentEncoder encoder(config);
   EncodedDocuments documents;
   for (const TextDocument& document : LoadDocuments(config)) {
@@ -52,11 +61,13 @@ EncodedDocuments EncodedCorpus(const DataConfig& config) {
       // first token, predicted from the prompt's last.
       for (size_t i = 0; i < prompt_tokens && i < ids.size(); ++i) ids[i] = InputOnly(ids[i]);
     }
-    documents.ids.insert(documents.ids.end(), ids.begin(), ids.end());
-    documents.ends.push_back(static_cast<int64_t>(documents.ids.size()));
+    add(ids.data(), static_cast<int64_t>(ids.size()));
+    if (!key.empty()) {
+      documents.ids.insert(documents.ids.end(), ids.begin(), ids.end());
+      documents.ends.push_back(static_cast<int64_t>(documents.ids.size()));
+    }
   }
-  WriteTokenCache(key, documents);
-  return documents;
+  if (!key.empty()) WriteTokenCache(key, documents);
 }
 
 }  // namespace
@@ -69,13 +80,9 @@ TokenSequences LoadTokenSequences(const DataConfig& config, LongDocuments long_d
   TokenSequences sequences;
   sequences.starts.push_back(0);
   if (config.format != DataFormat::kTokens) {
-    const EncodedDocuments documents = EncodedCorpus(config);
-    int64_t begin = 0;
-    for (const int64_t end : documents.ends) {
-      AddDocument(sequences, documents.ids.data() + begin, end - begin, config.seq_len,
-                  long_documents);
-      begin = end;
-    }
+    ForEachEncodedDocument(config, [&](const int32_t* ids, int64_t count) {
+      AddDocument(sequences, ids, count, config.seq_len, long_documents);
+    });
     sequences.tokens.shrink_to_fit();
     return sequences;
   }
