@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/train/run_result.h"
 #include "memsweep/token_sequences.h"
 #include "support/run_configs.h"
 #include "support/scoped_env.h"
@@ -166,6 +167,28 @@ TEST_F(TokenCacheTest, ABrokenOrForeignFileIsIgnored) {
   EncodedDocuments inconsistent{{1, 2, 3}, {2, 5}};
   ASSERT_TRUE(WriteTokenCache(key, inconsistent));
   EXPECT_FALSE(ReadTokenCache(key).has_value());
+}
+
+// A training run on cached ids is the run on freshly encoded ids, loss for loss.
+TEST_F(TokenCacheTest, ARunOnCachedIdsTrainsAsOnEncodedIds) {
+  const auto losses = [&] {
+    const train::RunResult run = testing_support::Train(testing_support::TinyRun(
+        3, {"data.tokenizer=\"" + config_.tokenizer + "\"", "model.vocab_size=600"}));
+    EXPECT_EQ(run.status, train::RunStatus::kOk) << run.error;
+    return testing_support::Losses(run);
+  };
+  std::vector<double> encoded;
+  {
+    const ScopedEnv off("MEMSWEEP_TOKEN_CACHE", "off");
+    encoded = losses();
+  }
+  const std::vector<double> writing = losses();
+  DataConfig bundled = config_;
+  bundled.path = testing_support::SourcePath("experiments/data/devils-dictionary.jsonl");
+  ASSERT_TRUE(ReadTokenCache(TokenCacheKey(bundled)).has_value());
+  const std::vector<double> reading = losses();
+  EXPECT_EQ(writing, encoded);
+  EXPECT_EQ(reading, encoded);
 }
 
 // A run's config check reads the tokenizer's id count from the cache once it is there.
