@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <istream>
 #include <iterator>
 #include <system_error>
 
@@ -46,6 +47,16 @@ void AppendRaw(std::string& out, const T* data, size_t count) {
   out.append(reinterpret_cast<const char*>(data), count * sizeof(T));
 }
 
+template <typename T>
+bool ReadRaw(std::istream& in, T* data, size_t count) {
+  return static_cast<bool>(
+      in.read(reinterpret_cast<char*>(data), static_cast<std::streamsize>(count * sizeof(T))));
+}
+
+std::filesystem::path VocabCacheFile(const std::string& key) {
+  return env::CacheDir("tokens") / (KeyHash(key) + ".vocab");
+}
+
 }  // namespace
 
 std::string TokenizerCacheKey(const DataConfig& config) {
@@ -87,7 +98,7 @@ std::filesystem::path TokenCacheFile(const std::string& key) {
 
 std::optional<int64_t> ReadVocabCache(const std::string& key) {
   if (key.empty()) return std::nullopt;
-  std::ifstream in(env::CacheDir("tokens") / (KeyHash(key) + ".vocab"), std::ios::binary);
+  std::ifstream in(VocabCacheFile(key), std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string head = kMagic + key;
   if (bytes.compare(0, head.size(), head) != 0) return std::nullopt;
@@ -102,42 +113,42 @@ std::optional<int64_t> ReadVocabCache(const std::string& key) {
 
 bool WriteVocabCache(const std::string& key, int64_t ids) {
   if (key.empty()) return false;
-  return env::WriteCacheFile(env::CacheDir("tokens") / (KeyHash(key) + ".vocab"),
-                             kMagic + key + std::to_string(ids) + "\n");
+  return env::WriteCacheFile(VocabCacheFile(key), kMagic + key + std::to_string(ids) + "\n");
 }
 
 // File: kMagic, the key's length (uint64) and the key, the document count and id count
 // (uint64 each), the document ends (int64 each), the ids (int32 each); native byte order.
 std::optional<EncodedDocuments> ReadTokenCache(const std::string& key) {
   if (key.empty()) return std::nullopt;
-  std::ifstream in(TokenCacheFile(key), std::ios::binary);
-  if (!in) return std::nullopt;
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t magic = std::strlen(kMagic);
-  size_t at = 0;
-  const auto take = [&](void* out, size_t size) {
-    if (bytes.size() - at < size) return false;
-    std::memcpy(out, bytes.data() + at, size);
-    at += size;
-    return true;
-  };
-  if (bytes.compare(0, magic, kMagic) != 0) return std::nullopt;
-  at = magic;
+  const std::filesystem::path file = TokenCacheFile(key);
+  std::error_code error;
+  const uint64_t size = std::filesystem::file_size(file, error);
+  if (error) return std::nullopt;
+  std::ifstream in(file, std::ios::binary);
+  const std::string head = kMagic;
+  std::string text(head.size(), '\0');
   uint64_t key_size = 0, documents = 0, ids = 0;
-  if (!take(&key_size, sizeof(key_size)) || key_size != key.size() ||
-      bytes.compare(at, key.size(), key) != 0) {
+  if (!ReadRaw(in, text.data(), text.size()) || text != head ||
+      !ReadRaw(in, &key_size, 1) || key_size != key.size()) {
     return std::nullopt;
   }
-  at += key.size();
-  if (!take(&documents, sizeof(documents)) || !take(&ids, sizeof(ids))) return std::nullopt;
-  if (bytes.size() - at != documents * sizeof(int64_t) + ids * sizeof(int32_t)) {
+  text.resize(key.size());
+  if (!ReadRaw(in, text.data(), text.size()) || text != key || !ReadRaw(in, &documents, 1) ||
+      !ReadRaw(in, &ids, 1)) {
+    return std::nullopt;
+  }
+  // The arrays must fill the rest of the file exactly (checked before anything is allocated).
+  const uint64_t header = head.size() + 3 * sizeof(uint64_t) + key.size();
+  if (documents > size || ids > size ||
+      size - header != documents * sizeof(int64_t) + ids * sizeof(int32_t)) {
     return std::nullopt;
   }
   EncodedDocuments out;
   out.ends.resize(documents);
   out.ids.resize(ids);
-  take(out.ends.data(), documents * sizeof(int64_t));
-  take(out.ids.data(), ids * sizeof(int32_t));
+  if (!ReadRaw(in, out.ends.data(), documents) || !ReadRaw(in, out.ids.data(), ids)) {
+    return std::nullopt;
+  }
   int64_t previous = 0;
   for (const int64_t end : out.ends) {
     if (end < previous) return std::nullopt;

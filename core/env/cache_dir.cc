@@ -37,8 +37,9 @@ bool WriteCacheFile(const std::filesystem::path& file, const std::string& bytes)
     }
   }
   std::filesystem::rename(temporary, file, error);
-  if (error) std::filesystem::remove(temporary, error);
-  return !error;
+  if (!error) return true;
+  std::filesystem::remove(temporary, error);
+  return false;
 }
 
 }  // namespace memsweep::env
