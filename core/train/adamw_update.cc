@@ -4,7 +4,11 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+
+#include "core/train/adamw_composite.h"
 
 namespace memsweep {
 namespace {
@@ -22,10 +26,11 @@ bool Fusable(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& m,
   return true;
 }
 
-// The update op by op (CUDA, other dtypes, strided tensors).
-void Composite(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& exp_avg,
-               const at::Tensor& exp_avg_sq, const AdamWHyperparameters& h, double bias1,
-               double bias2) {
+// The update op by op on one slice (CUDA, other dtypes, strided tensors). Its temporary (the
+// denominator) is as large as the slice.
+void CompositeSlice(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& exp_avg,
+                    const at::Tensor& exp_avg_sq, const AdamWHyperparameters& h, double bias1,
+                    double bias2) {
   at::Tensor param = p, m = exp_avg, v = exp_avg_sq;  // handles to the same storage
   param.mul_(1.0 - h.lr * h.weight_decay);
   m.mul_(h.beta1).add_(grad, 1.0 - h.beta1);
@@ -60,7 +65,7 @@ void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& 
   const double bias1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
   const double bias2 = 1.0 - std::pow(h.beta2, static_cast<double>(step));
   if (!Fusable(p, grad, exp_avg, exp_avg_sq)) {
-    Composite(p, grad, exp_avg, exp_avg_sq, h, bias1, bias2);
+    CompositeAdamWUpdate(p, grad, exp_avg, exp_avg_sq, h, step, kCompositeChunkElements);
     return;
   }
   // One pass over p, g, m, v instead of nine ops (each a pass, three writing temporaries). The
@@ -81,6 +86,34 @@ void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& 
   at::parallel_for(0, p.numel(), kGrain, [=](int64_t begin, int64_t end) {
     UpdateRange(pp + begin, gp + begin, mp + begin, vp + begin, end - begin, c);
   });
+}
+
+void CompositeAdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& exp_avg,
+                          const at::Tensor& exp_avg_sq, const AdamWHyperparameters& h,
+                          int64_t step, int64_t chunk_elements) {
+  torch::NoGradGuard no_grad;
+  const double bias1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
+  const double bias2 = 1.0 - std::pow(h.beta2, static_cast<double>(step));
+  const int64_t n = p.numel();
+  if (n <= chunk_elements || p.dim() == 0) {
+    CompositeSlice(p, grad, exp_avg, exp_avg_sq, h, bias1, bias2);
+    return;
+  }
+  const std::array<const at::Tensor*, 4> all = {&p, &grad, &exp_avg, &exp_avg_sq};
+  const bool contiguous = std::all_of(all.begin(), all.end(),
+                                      [](const at::Tensor* t) { return t->is_contiguous(); });
+  // Slices of the flat view when every tensor is contiguous, else runs of rows along dim 0.
+  const int64_t row = contiguous ? 1 : n / p.size(0);
+  const int64_t length = contiguous ? n : p.size(0);
+  const int64_t per_slice = std::max<int64_t>(1, chunk_elements / std::max<int64_t>(row, 1));
+  auto slice = [&](const at::Tensor& t, int64_t start, int64_t count) {
+    return contiguous ? t.view({-1}).narrow(0, start, count) : t.narrow(0, start, count);
+  };
+  for (int64_t start = 0; start < length; start += per_slice) {
+    const int64_t count = std::min(per_slice, length - start);
+    CompositeSlice(slice(p, start, count), slice(grad, start, count),
+                   slice(exp_avg, start, count), slice(exp_avg_sq, start, count), h, bias1, bias2);
+  }
 }
 
 }  // namespace memsweep

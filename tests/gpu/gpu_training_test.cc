@@ -84,10 +84,15 @@ TEST_F(GpuTraining, ABudgetBelowThePeakRunsOutOfMemoryAndOneJustAboveFits) {
   EXPECT_EQ(oom.oom->budget_bytes, tight);
   EXPECT_FALSE(oom.oom->stage.empty());
   EXPECT_GE(oom.memory.oom_count, 1);
-  // Just above: the peak plus one 20 MiB segment of slack for the allocator's rounding.
-  const RunResult fit = Train(GpuRun(3, {"device.emulate=" + std::to_string(peak + (20 << 20))}));
+  // Just above: the budget caps the allocator's absolute reserved bytes, the peak is relative to
+  // what was allocated when the run started (cuBLAS workspaces of earlier runs in this process:
+  // 64 MiB on an H200; docs/metrics.md, "Baseline"). So the baseline, the peak and one 20 MiB
+  // segment of slack for the allocator's rounding.
+  const int64_t baseline = free_run.memory.baseline_bytes;
+  const int64_t enough = baseline + peak + (20 << 20);
+  const RunResult fit = Train(GpuRun(3, {"device.emulate=" + std::to_string(enough)}));
   ExpectOk(fit);
-  EXPECT_LE(fit.memory.peak_reserved_bytes, peak + (20 << 20));
+  EXPECT_LE(fit.memory.baseline_bytes + fit.memory.peak_reserved_bytes, enough);
 }
 
 TEST_F(GpuTraining, EmulatingACardLargerThanThisGpuIsRefusedAtPlanTime) {
