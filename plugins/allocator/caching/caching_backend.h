@@ -58,6 +58,9 @@ class CachingBackend final : public memory::MemoryBackend {
   };
 
   Pool& PoolFor(size_t size) { return size <= kSmallSize ? small_ : large_; }
+  static size_t ExpandablePage(const Pool& pool) {
+    return pool.small ? kSmallExpandablePage : kLargeExpandablePage;
+  }
   Block* FindFreeBlock(Pool& pool, size_t size);
   bool ShouldSplit(const Block& block, size_t size) const;
   Block* TakeBlock(Pool& pool, Block* block, size_t size);

@@ -14,7 +14,10 @@ constexpr size_t kSmallBuffer = 2 << 20;         // small-pool segment size
 constexpr size_t kLargeBuffer = 20 << 20;        // large-pool segment size for requests < 10 MiB
 constexpr size_t kMinLargeAlloc = 10 << 20;      // from here, a segment fits the request alone
 constexpr size_t kRoundLarge = 2 << 20;          // such segments are rounded up to 2 MiB
-constexpr size_t kExpandablePage = 2 << 20;      // expandable segments grow by this many bytes
+// Expandable segments map memory in pages of these sizes (PyTorch: kSmallBuffer for the small
+// pool, kLargeBuffer for the large one, the segment_size it gives each ExpandableSegment).
+constexpr size_t kSmallExpandablePage = 2 << 20;
+constexpr size_t kLargeExpandablePage = 20 << 20;
 
 struct CachingOptions {
   // Blocks of at least this size are never split; 0 or SIZE_MAX = unlimited (set from MiB).

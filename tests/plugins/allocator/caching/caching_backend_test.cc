@@ -301,23 +301,62 @@ TEST_F(CachingBackendTest, FragmentationAtPeakComparesAllocatedWithReserved) {
   backend.Deallocate(p, 0);
 }
 
-// An expandable segment splits every block and reuses any free block that fits, whatever
-// max_split_size_mb says: freed memory inside the segment is reused before it grows. (A version
-// that applied the oversize rules there grew without bound on alternating 100/30 MiB requests.)
-TEST_F(CachingBackendTest, ExpandableSegmentsReuseFreeBlocksUnderMaxSplit) {
-  CachingBackend backend(Options(/*max_split_mb=*/64, 0, 0, /*expandable=*/true));
-  void* keep = backend.Allocate(kMiB + 512);  // pins the segment's start
-  for (int round = 0; round < 20; ++round) {
+// An expandable segment keeps max_split_size_mb's oversize rules, as PyTorch's get_free_block
+// does, although it splits every block: a free run of 64 MiB or more inside the segment serves no
+// request under 64 MiB, and an oversize request only takes one less than 20 MiB larger than
+// itself; otherwise the segment grows. The large pool maps 20 MiB pages. Set-up: keep (1 MiB +
+// 512 B) maps the first 20 MiB page, big (100 MiB) five more (120 MiB), pin (2 MiB) comes from
+// the tail, so freeing big leaves a 100 MiB hole between two used blocks and 17 MiB - 512 B free
+// at the tail.
+struct HoleInExpandableSegment {
+  explicit HoleInExpandableSegment(int64_t max_split_mb)
+      : backend(Options(max_split_mb, 0, 0, /*expandable=*/true)) {
+    keep = backend.Allocate(kMiB + 512);
     void* big = backend.Allocate(100 * kMiB);
-    void* tail = backend.Allocate(2 * kMiB);  // keeps the free region from being the tail
+    pin = backend.Allocate(2 * kMiB);
     backend.Deallocate(big, 100 * kMiB);
-    void* medium = backend.Allocate(30 * kMiB);  // fits in the freed 100 MiB: reused and split
-    backend.Deallocate(medium, 30 * kMiB);
-    backend.Deallocate(tail, 2 * kMiB);
   }
-  // One 100 MiB block, the 2 MiB and the first request at most: never 20 rounds' worth.
-  EXPECT_LE(backend.ReservedBytes(), int64_t(110 * kMiB));
-  backend.Deallocate(keep, kMiB + 512);
+  ~HoleInExpandableSegment() {
+    backend.Deallocate(pin, 2 * kMiB);
+    backend.Deallocate(keep, kMiB + 512);
+  }
+  CachingBackend backend;
+  void* keep = nullptr;
+  void* pin = nullptr;
+};
+
+TEST_F(CachingBackendTest, ExpandableSegmentsKeepTheOversizeRulesOfMaxSplit) {
+  const auto reserved_after = [](int64_t max_split_mb, size_t request) {
+    HoleInExpandableSegment segment(max_split_mb);
+    EXPECT_EQ(segment.backend.ReservedBytes(), int64_t(120 * kMiB));
+    void* p = segment.backend.Allocate(request);
+    const int64_t reserved = segment.backend.ReservedBytes();
+    segment.backend.Deallocate(p, request);
+    return reserved;
+  };
+  // 30 MiB under max_split 64: the 100 MiB hole is refused; the tail lacks 13 MiB + 512 B: one
+  // 20 MiB page. Without max_split the hole is split and reused.
+  EXPECT_EQ(reserved_after(64, 30 * kMiB), int64_t(140 * kMiB));
+  EXPECT_EQ(reserved_after(-1, 30 * kMiB), int64_t(120 * kMiB));
+  // 70 MiB is oversize, and the hole is 20 MiB or more larger: refused, the tail lacks
+  // 53 MiB + 512 B: three pages. 90 MiB takes the hole (100 < 90 + 20).
+  EXPECT_EQ(reserved_after(64, 70 * kMiB), int64_t(180 * kMiB));
+  EXPECT_EQ(reserved_after(64, 90 * kMiB), int64_t(120 * kMiB));
+  EXPECT_EQ(reserved_after(-1, 70 * kMiB), int64_t(120 * kMiB));
+}
+
+// The small pool's expandable segment maps 2 MiB pages, the large pool's 20 MiB pages.
+TEST_F(CachingBackendTest, ExpandableSegmentsMapTwoMiBSmallAndTwentyMiBLargePages) {
+  CachingBackend backend(Options(-1, 0, 0, /*expandable=*/true));
+  void* small = backend.Allocate(512 * 1024);
+  EXPECT_EQ(backend.ReservedBytes(), int64_t(2 * kMiB));
+  void* large = backend.Allocate(11 * kMiB);
+  EXPECT_EQ(backend.ReservedBytes(), int64_t(22 * kMiB));
+  void* larger = backend.Allocate(10 * kMiB);  // 9 MiB free at the tail: one more page
+  EXPECT_EQ(backend.ReservedBytes(), int64_t(42 * kMiB));
+  for (void* p : {larger, large, small}) backend.Deallocate(p, 0);
+  backend.EmptyCache();  // every page of both segments is free: all of it goes back
+  EXPECT_EQ(backend.ReservedBytes(), 0);
 }
 
 }  // namespace
