@@ -22,7 +22,7 @@ struct AdamWHyperparameters {
 // step: 1 for the first update (bias correction 1 − β^step). Runs without autograd recording.
 // Contiguous fp32 CPU tensors are updated in one fused pass; others op by op (the same formula,
 // rounded after each op), over slices of at most 2^24 elements so that the op-by-op form's
-// temporary stays small (core/train/adamw_composite.h).
+// temporary stays small (64 MiB in fp32).
 //   p ← p·(1 − lr·wd);  m ← β1·m + (1 − β1)·g;  v ← β2·v + (1 − β2)·g²;
 //   p ← p − lr/(1 − β1^step) · m / (√v / √(1 − β2^step) + eps)
 void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& exp_avg,
