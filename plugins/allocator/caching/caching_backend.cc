@@ -1,27 +1,13 @@
 #include "caching_backend.h"
 
+#include "caching_util.h"
+
 #include <algorithm>
 #include <new>
 
 namespace memsweep::plugins {
 
 namespace {
-
-// Merges `left->next` (its neighbour in the same segment) into `left` and deletes it.
-void AbsorbNext(Block* left) {
-  Block* right = left->next;
-  left->size += right->size;
-  left->next = right->next;
-  if (right->next != nullptr) right->next->prev = left;
-  delete right;
-}
-
-}  // namespace
-namespace {
-
-constexpr size_t kExpandableCapacity = size_t{64} << 30;  // virtual range per expandable segment
-
-size_t RoundUp(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 memory::DeviceBudget& Device() { return memory::SimulatedDeviceBudget(); }
 
@@ -75,12 +61,12 @@ void CachingBackend::Deallocate(void* ptr, size_t /*nbytes*/) {
   Pool& pool = block->segment->small ? small_ : large_;
   // Coalesce with free neighbours in the same segment (erase before the size changes: the free
   // set is ordered by size).
-  if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
+  if (Block* prev = block->prev; FreeMapped(prev)) {
     pool.free.erase(prev);
     AbsorbNext(prev);
     block = prev;
   }
-  if (Block* next = block->next; next != nullptr && !next->allocated) {
+  if (Block* next = block->next; FreeMapped(next)) {
     pool.free.erase(next);
     AbsorbNext(block);
   }
@@ -160,49 +146,6 @@ Block* CachingBackend::NewSegment(Pool& pool, size_t size, size_t requested) {
   return block;
 }
 
-Block* CachingBackend::GrowExpandable(Pool& pool, size_t size, size_t requested) {
-  if (pool.expandable == nullptr) {
-    segments_.push_back(
-        std::make_unique<Segment>(SegmentMemory::Expandable(kExpandableCapacity), pool.small));
-    pool.expandable = segments_.back().get();
-  }
-  Segment* segment = pool.expandable;
-  // Only what the free tail block lacks is mapped, in whole pages: the segment grows in place.
-  auto growth = [segment, size, page = ExpandablePage(pool)] {
-    const Block* last = segment->Last();
-    const size_t tail = last != nullptr && !last->allocated ? last->size : 0;
-    return tail >= size ? size_t{0} : RoundUp(size - tail, page);
-  };
-  const size_t bytes = Reserve(requested, growth);
-  const size_t old_size = segment->memory.size();
-  if (bytes > 0 && !segment->memory.Grow(bytes)) {
-    Unreserve(bytes);
-    throw std::bad_alloc();
-  }
-  Block* last = segment->Last();
-  if (last != nullptr && !last->allocated) {
-    pool.free.erase(last);
-    last->size += bytes;
-  } else {
-    auto* block = new Block;
-    block->ptr = segment->memory.base() + old_size;
-    block->size = bytes;
-    block->segment = segment;
-    block->prev = last;
-    if (last != nullptr) {
-      last->next = block;
-    } else {
-      segment->first = block;
-    }
-    last = block;
-  }
-  pool.free.insert(last);
-  segment->last_used = ++tick_;
-  ++stats_.segments_created;
-  CountSegments();
-  return last;
-}
-
 size_t CachingBackend::Reserve(size_t requested, const std::function<size_t()>& bytes_needed) {
   auto& device = Device();
   size_t bytes = bytes_needed();
@@ -237,34 +180,6 @@ void CachingBackend::ReleaseSegment(Segment* segment) {
   CountSegments();
 }
 
-size_t CachingBackend::ReleaseExpandableTail(Pool& pool) {
-  Segment* segment = pool.expandable;
-  if (segment == nullptr) return 0;
-  Block* last = segment->Last();
-  if (last == nullptr || last->allocated) return 0;
-  const auto offset = static_cast<size_t>(last->ptr - segment->memory.base());
-  const size_t keep = RoundUp(offset, ExpandablePage(pool));  // the page under a used block stays
-  const size_t release = segment->memory.size() - keep;
-  if (release == 0) return 0;
-  pool.free.erase(last);
-  if (keep == offset) {
-    if (last->prev != nullptr) {
-      last->prev->next = nullptr;
-    } else {
-      segment->first = nullptr;
-    }
-    delete last;
-  } else {
-    last->size = keep - offset;
-    pool.free.insert(last);
-  }
-  segment->memory.Shrink(release);
-  Unreserve(release);
-  ++stats_.segments_released;
-  CountSegments();
-  return release;
-}
-
 void CachingBackend::EmptyCache() {
   std::vector<Segment*> unused;
   for (const auto& segment : segments_) {
@@ -275,8 +190,8 @@ void CachingBackend::EmptyCache() {
     }
   }
   for (Segment* segment : unused) ReleaseSegment(segment);
-  ReleaseExpandableTail(small_);
-  ReleaseExpandableTail(large_);
+  ReleaseExpandable(small_);
+  ReleaseExpandable(large_);
 }
 
 void CachingBackend::GarbageCollect() {
@@ -302,10 +217,6 @@ void CachingBackend::GarbageCollect() {
     if (device.ReservedBytes() <= limit) break;
     released += segment->memory.size();
     ReleaseSegment(segment);
-  }
-  if (device.ReservedBytes() > limit) {
-    released += ReleaseExpandableTail(large_);
-    released += ReleaseExpandableTail(small_);
   }
   if (released > 0) {
     ++stats_.gc_runs;

@@ -40,7 +40,8 @@ class CachingBackend final : public memory::MemoryBackend {
   void* Allocate(size_t nbytes) override;
   void Deallocate(void* ptr, size_t nbytes) override;
   int64_t ReservedBytes() const override { return stats_.reserved_bytes; }
-  // Releases every segment with no block in use (expandable segments: their free tail pages).
+  // Releases every segment with no block in use (expandable segments: every whole page inside
+  // a free block).
   void EmptyCache() override;
   std::string Name() const override { return "caching"; }
 
@@ -65,14 +66,29 @@ class CachingBackend final : public memory::MemoryBackend {
   bool ShouldSplit(const Block& block, size_t size) const;
   Block* TakeBlock(Pool& pool, Block* block, size_t size);
   Block* NewSegment(Pool& pool, size_t size, size_t requested);
+  // Expandable segments (expandable_segment.cc). A request no free block serves: the
+  // lowest-address run of free and unmapped blocks that holds it, its missing pages mapped, or
+  // else the segment grown at its end; the returned free block is at least size bytes.
   Block* GrowExpandable(Pool& pool, size_t size, size_t requested);
+  struct ExpandablePlan {
+    Block* start = nullptr;  // the run's first block; null: a new block at the end
+    size_t map_bytes = 0;    // bytes the run needs mapped (whole pages)
+  };
+  ExpandablePlan PlanExpandable(Pool& pool, size_t size) const;
+  // Maps the first bytes (rounded up to whole pages, at most the block) of the unmapped block u
+  // and merges them with free neighbours; returns the free block that holds them.
+  Block* MapFront(Pool& pool, Block* u, size_t bytes);
+  // Grows the segment by bytes (whole pages) at its end; returns the free block that ends it.
+  Block* GrowEnd(Pool& pool, size_t bytes);
   // Charges bytes to the device budget; first frees the cache and counts a retry when they
   // would not fit. Throws the budget OOM when they still do not.
   // Returns the bytes charged (recompute() after the cache was freed).
   size_t Reserve(size_t requested, const std::function<size_t()>& bytes_needed);
   void Unreserve(size_t bytes);
   void ReleaseSegment(Segment* segment);
-  size_t ReleaseExpandableTail(Pool& pool);
+  // Unmaps every whole page inside a free block of the pool's expandable segment; returns the
+  // bytes unmapped.
+  size_t ReleaseExpandable(Pool& pool);
   void CountSegments();
   void GarbageCollect();
   void UpdatePeak();

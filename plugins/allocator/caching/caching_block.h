@@ -18,6 +18,7 @@ struct Block {
   size_t size = 0;            // bytes of the block (a multiple of 512)
   size_t requested = 0;       // bytes the tensor asked for, while allocated
   bool allocated = false;
+  bool mapped = true;         // false: a range of an expandable segment with no memory behind it
   Segment* segment = nullptr;
   Block* prev = nullptr;      // neighbours in the same segment, by address
   Block* next = nullptr;

@@ -69,4 +69,15 @@ void SegmentMemory::Shrink(size_t bytes) {
   size_ -= bytes;
 }
 
+void SegmentMemory::Decommit(size_t offset, size_t bytes) {
+  if (!expandable_ || bytes == 0 || offset + bytes > size_) return;
+  madvise(base_ + offset, bytes, MADV_DONTNEED);
+  mprotect(base_ + offset, bytes, PROT_NONE);
+}
+
+bool SegmentMemory::Commit(size_t offset, size_t bytes) {
+  if (!expandable_ || offset + bytes > size_) return false;
+  return bytes == 0 || mprotect(base_ + offset, bytes, PROT_READ | PROT_WRITE) == 0;
+}
+
 }  // namespace memsweep::plugins

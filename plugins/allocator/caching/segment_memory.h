@@ -33,6 +33,11 @@ class SegmentMemory {
   bool Grow(size_t bytes);
   // Expandable only: decommits the last bytes (a multiple of the page size).
   void Shrink(size_t bytes);
+  // Expandable only, inside the first size() bytes (page-aligned ranges): decommits a range, so
+  // its pages leave the process, and commits one again. Commit returns false when the kernel
+  // refuses.
+  void Decommit(size_t offset, size_t bytes);
+  bool Commit(size_t offset, size_t bytes);
 
  private:
   SegmentMemory(char* base, size_t size, size_t capacity, bool expandable)

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "core/memory/tracking_allocator.h"
@@ -343,6 +345,82 @@ TEST_F(CachingBackendTest, ExpandableSegmentsKeepTheOversizeRulesOfMaxSplit) {
   EXPECT_EQ(reserved_after(64, 70 * kMiB), int64_t(180 * kMiB));
   EXPECT_EQ(reserved_after(64, 90 * kMiB), int64_t(120 * kMiB));
   EXPECT_EQ(reserved_after(-1, 70 * kMiB), int64_t(120 * kMiB));
+}
+
+// Releasing the cache unmaps every whole page inside a free block, not only at the segment's end:
+// of the 100 MiB hole ([1 MiB + 512 B, 101 MiB + 512 B)) the pages [20, 100) MiB go; the free
+// tail [103 MiB + 512 B, 120 MiB) holds no whole page and stays.
+TEST_F(CachingBackendTest, ReleasingUnmapsWholePagesInsideFreeBlocksOfAnExpandableSegment) {
+  HoleInExpandableSegment segment(-1);
+  segment.backend.EmptyCache();
+  EXPECT_EQ(segment.backend.ReservedBytes(), int64_t(40 * kMiB));
+  EXPECT_EQ(segment.backend.Stats().segments_released, 1);
+}
+
+// A request no free block serves takes the lowest run of free and unmapped blocks that holds
+// it, mapping only the pages it lacks: 50 MiB starts at the hole's free front (19 MiB - 512 B)
+// and maps two pages of the unmapped range after it, instead of growing the segment's end.
+TEST_F(CachingBackendTest, AnExpandableSegmentRemapsItsUnmappedRangesBeforeGrowing) {
+  HoleInExpandableSegment segment(-1);
+  segment.backend.EmptyCache();
+  char* p = static_cast<char*>(segment.backend.Allocate(50 * kMiB));
+  EXPECT_EQ(p, static_cast<char*>(segment.keep) + kMiB + 512);
+  EXPECT_EQ(segment.backend.ReservedBytes(), int64_t(80 * kMiB));
+  p[0] = 1;  // mapped memory, first and last byte
+  p[50 * kMiB - 1] = 1;
+  segment.backend.Deallocate(p, 50 * kMiB);
+}
+
+// Under a budget the retry unmaps the hole's inner pages, and the request then fits in them. With
+// max_split_size_mb = 64 the 100 MiB hole does not serve 30 MiB (oversize), and growing the end
+// by a page is over the budget; the retry unmaps [20, 100) MiB, and the run from the hole's free
+// front (19 MiB - 512 B) maps one page of it: 40 + 20 MiB reserved. (Releasing only the free
+// tail, as before, freed nothing here: out of memory.)
+TEST_F(CachingBackendTest, TheRetryOfAnExpandableSegmentUnmapsInnerPagesAndFits) {
+  HoleInExpandableSegment segment(64);
+  BudgetOnTop(0);
+  void* p = segment.backend.Allocate(30 * kMiB);
+  EXPECT_EQ(segment.backend.Stats().retries, 1);
+  EXPECT_EQ(segment.backend.ReservedBytes(), int64_t(60 * kMiB));
+  EXPECT_EQ(p, static_cast<char*>(segment.keep) + kMiB + 512);
+  segment.backend.Deallocate(p, 30 * kMiB);
+}
+
+// Many requests of mixed sizes, frees and releases in a random order, with and without
+// max_split_size_mb: every block handed out is backed by memory (written end to end), reserved
+// bytes never fall below what tensors hold, and once everything is freed a release gives every
+// page back.
+TEST_F(CachingBackendTest, ExpandableSegmentsStayConsistentUnderRandomRequestsAndReleases) {
+  for (const int64_t max_split_mb : {int64_t{-1}, int64_t{64}}) {
+    CachingBackend backend(Options(max_split_mb, 0, 0, /*expandable=*/true));
+    std::mt19937 rng(7);
+    std::vector<std::pair<void*, size_t>> live;
+    size_t live_bytes = 0;
+    for (int op = 0; op < 2000; ++op) {
+      const uint32_t roll = rng() % 100;
+      if (roll < 55 || live.empty()) {
+        // Sizes from 512 B to 16 MiB, most of them small, as a training step's tensors are.
+        const size_t size = size_t{512} << (rng() % 16) | (rng() % 4096);
+        void* p = backend.Allocate(size);
+        std::memset(p, 0x5a, size);
+        live.emplace_back(p, size);
+        live_bytes += size;
+      } else if (roll < 97) {
+        const size_t i = rng() % live.size();
+        backend.Deallocate(live[i].first, live[i].second);
+        live_bytes -= live[i].second;
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        backend.EmptyCache();
+      }
+      ASSERT_GE(backend.ReservedBytes(), static_cast<int64_t>(live_bytes)) << "op " << op;
+      ASSERT_EQ(backend.Stats().allocated_bytes, static_cast<int64_t>(live_bytes)) << "op " << op;
+    }
+    for (const auto& [p, size] : live) backend.Deallocate(p, size);
+    backend.EmptyCache();
+    EXPECT_EQ(backend.ReservedBytes(), 0) << "max_split_size_mb " << max_split_mb;
+  }
 }
 
 // The small pool's expandable segment maps 2 MiB pages, the large pool's 20 MiB pages.

@@ -1,0 +1,27 @@
+// Small helpers shared by the caching backend's files: page rounding and merging neighbours.
+#pragma once
+
+#include <cstddef>
+
+#include "caching_block.h"
+
+namespace memsweep::plugins {
+
+inline size_t RoundUp(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+inline size_t RoundDown(size_t value, size_t multiple) { return value / multiple * multiple; }
+
+// Merges `left->next` (its neighbour in the same segment) into `left` and deletes it.
+inline void AbsorbNext(Block* left) {
+  Block* right = left->next;
+  left->size += right->size;
+  left->next = right->next;
+  if (right->next != nullptr) right->next->prev = left;
+  delete right;
+}
+
+// A free block with memory behind it (an unmapped block of an expandable segment has none).
+inline bool FreeMapped(const Block* b) { return b != nullptr && !b->allocated && b->mapped; }
+
+}  // namespace memsweep::plugins
