@@ -104,6 +104,18 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(81559),
        .smi_source = "nvidia-smi '81559MiB', github.com/modal-labs/modal-client/pull/2797",
        .nominal_gib = 80},
+      {.name = "h200",
+       .product = "NVIDIA H200",
+       .total_bytes = 150109880320,  // 139.80 GiB: cudaMemGetInfo's total, in bytes
+       .context_bytes = MiB(758),    // median of 18 reports, 694-762 MiB
+       .source = "measured by memsweep on an H200 (driver 580.159.04, CUDA 13.0, LibTorch 2.11.0; "
+                 "tools/gpu-check, docs/gpu-runs/h200-2026-11-26): total from cudaMemGetInfo; "
+                 "context: median over the GPU quickstart's 18 OOM reports of in use - allocated "
+                 "- reserved but unallocated",
+       .smi_total_bytes = MiB(143771),
+       .smi_source = "nvidia-smi '143771MiB' on the same H200, "
+                     "docs/gpu-runs/h200-2026-11-26/nvidia-smi.txt",
+       .nominal_gib = 141},
   };
 }
 

@@ -18,7 +18,7 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 
 TEST(GpuCatalog, HasEveryRequiredName) {
   for (const char* name : {"a10g", "rtx4090", "l4", "t4", "rtx3060-laptop", "l40s", "a100-40gb",
-                           "a100-80gb", "h100-80gb"}) {
+                           "a100-80gb", "h100-80gb", "h200"}) {
     const GpuModel* gpu = FindGpu(name);
     ASSERT_NE(gpu, nullptr) << name;
     EXPECT_EQ(gpu->name, name);
@@ -109,6 +109,8 @@ TEST(GpuCatalog, SizesAgreeWithTheCapacityEachCardIsSoldWith) {
   EXPECT_LE(total("rtx3060-laptop"), 6 * kGiB);  // "6 GB" of GDDR6, no ECC
   EXPECT_GE(total("h100-80gb"), 78 * kGiB);
   EXPECT_LE(total("h100-80gb"), 80 * kGiB);
+  EXPECT_GE(total("h200"), 139 * kGiB);
+  EXPECT_LE(total("h200"), 141 * kGiB);  // "141 GB" of HBM3e
 }
 
 TEST(GpuCatalog, EveryFigureNamesItsSource) {
