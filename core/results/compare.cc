@@ -1,5 +1,6 @@
 #include "core/results/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -116,9 +117,14 @@ void AddVerdictColumns(const CellVerdict& cell, std::vector<Value>& row) {
   row.push_back(OptionalText(v.reason));
 }
 
+// baseline and verdicts are null when no cell ran ok: those columns are then empty.
 QueryResult CellsTable(const std::vector<CellFigures>& cells,
-                       const std::vector<std::string>& factors, const CellFigures& baseline,
-                       const CellVerdicts& verdicts) {
+                       const std::vector<std::string>& factors, const CellFigures* baseline,
+                       const CellVerdicts* verdicts) {
+  const Value none{std::nullopt, ValueKind::kNull};
+  const auto ratio = [&](std::optional<double> value, std::optional<double> CellFigures::*field) {
+    return baseline == nullptr ? none : Real(Ratio(value, baseline->*field));
+  };
   QueryResult table;
   table.columns.push_back("cell");
   table.columns.insert(table.columns.end(), factors.begin(), factors.end());
@@ -135,15 +141,19 @@ QueryResult CellsTable(const std::vector<CellFigures>& cells,
     row.push_back(Integer(cell.RunCount()));
     row.push_back(Text(cell.Status()));
     row.push_back(RoundedInteger(cell.peak_allocated_bytes));
-    row.push_back(Real(Ratio(cell.peak_allocated_bytes, baseline.peak_allocated_bytes)));
-    row.push_back(Real(Ratio(cell.peak_reserved_bytes, baseline.peak_reserved_bytes)));
+    row.push_back(ratio(cell.peak_allocated_bytes, &CellFigures::peak_allocated_bytes));
+    row.push_back(ratio(cell.peak_reserved_bytes, &CellFigures::peak_reserved_bytes));
     row.push_back(RoundedInteger(cell.activations_bytes));
-    row.push_back(Real(Ratio(cell.activations_bytes, baseline.activations_bytes)));
+    row.push_back(ratio(cell.activations_bytes, &CellFigures::activations_bytes));
     row.push_back(Real(cell.tokens_per_s));
-    row.push_back(Real(Ratio(cell.tokens_per_s, baseline.tokens_per_s)));
+    row.push_back(ratio(cell.tokens_per_s, &CellFigures::tokens_per_s));
     row.push_back(Real(cell.final_loss));
-    row.push_back(Real(Delta(cell.final_loss, baseline.final_loss)));
-    AddVerdictColumns(verdicts.by_cell.at(cell.cell_index), row);
+    row.push_back(baseline == nullptr ? none : Real(Delta(cell.final_loss, baseline->final_loss)));
+    if (verdicts == nullptr) {
+      row.insert(row.end(), 8, none);  // the verdict columns (AddVerdictColumns)
+    } else {
+      AddVerdictColumns(verdicts->by_cell.at(cell.cell_index), row);
+    }
     AddRow(table, row);
   }
   return table;
@@ -198,6 +208,13 @@ std::string TableHeading(const Comparison& comparison) {
     out << "; " << Plural(c.other_runs, "other run") << " (pending, running, failed, timeout) "
         << "not compared";
   }
+  if (c.no_ok_cell) {
+    out << "\nbaseline: none: no cell ran ok (every one ran out of memory), so there are no ratios,"
+        << " loss verdicts or factor effects; each cell's out-of-memory message:\n"
+        << "  memsweep query \"SELECT cell_index, peak_reserved_bytes, error FROM run_summary"
+        << " WHERE experiment = '" << c.experiment.name << "' ORDER BY cell_index\"\n\n";
+    return out.str();
+  }
   out << "\nbaseline: cell " << c.baseline.cell_index;
   if (!c.factors.empty()) out << " (" << DescribeParams(c.baseline.params, c.factors) << ")";
   out << ", " << Plural(c.baseline.ok_runs, "ok run") << "\n";
@@ -210,12 +227,17 @@ nlohmann::ordered_json ComparisonToJson(const Comparison& c) {
   out["experiment"] = {{"id", c.experiment.id},
                        {"name", c.experiment.name},
                        {"created_at", c.experiment.created_at}};
-  out["baseline"] = {{"cell", c.baseline.cell_index},
-                     {"run_ids", c.baseline.run_ids},
-                     {"params", nlohmann::ordered_json::parse(c.baseline.params.dump())}};
-  out["verification"] = {{"against", c.verified_against_reference ? "reference" : "baseline"},
-                         {"cell", c.reference_cell ? nlohmann::ordered_json(*c.reference_cell)
-                                                   : nlohmann::ordered_json()}};
+  if (c.no_ok_cell) {  // no cell ran ok: no baseline, nothing verified
+    out["baseline"] = nullptr;
+    out["verification"] = nullptr;
+  } else {
+    out["baseline"] = {{"cell", c.baseline.cell_index},
+                       {"run_ids", c.baseline.run_ids},
+                       {"params", nlohmann::ordered_json::parse(c.baseline.params.dump())}};
+    out["verification"] = {{"against", c.verified_against_reference ? "reference" : "baseline"},
+                           {"cell", c.reference_cell ? nlohmann::ordered_json(*c.reference_cell)
+                                                     : nlohmann::ordered_json()}};
+  }
   out["compared_runs"] = c.compared_runs;
   out["other_runs"] = c.other_runs;
   out["cells"] = QueryResultToJson(c.cells);
@@ -237,6 +259,16 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
     throw ResultsError(db.path(), "experiment '" + comparison.experiment.name +
                                       "' has no run with status ok or oom yet");
   }
+  const bool any_ok = std::any_of(cells.begin(), cells.end(),
+                                  [](const CellFigures& cell) { return cell.ok_runs > 0; });
+  if (!any_ok && options.baseline.empty()) {
+    comparison.no_ok_cell = true;
+    comparison.baseline = cells.front();
+    comparison.factors = VaryingKeys(cells);
+    comparison.cells = CellsTable(cells, comparison.factors, nullptr, nullptr);
+    comparison.effects = EffectsTable({});
+    return comparison;
+  }
   try {
     comparison.baseline = cells[FindBaselineCell(cells, options.baseline)];
   } catch (const std::invalid_argument& e) {
@@ -246,7 +278,7 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
   const CellVerdicts verdicts = VerifyCells(db, experiment_id, cells, comparison.baseline);
   comparison.verified_against_reference = verdicts.from_reference;
   comparison.reference_cell = verdicts.reference_cell;
-  comparison.cells = CellsTable(cells, comparison.factors, comparison.baseline, verdicts);
+  comparison.cells = CellsTable(cells, comparison.factors, &comparison.baseline, &verdicts);
   comparison.effects = EffectsTable(MainEffects(cells, comparison.baseline));
   return comparison;
 }

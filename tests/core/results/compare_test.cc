@@ -174,6 +174,46 @@ TEST_F(CompareTest, BaselineErrorsSayWhatIsWrong) {
             std::string::npos);
 }
 
+// An experiment whose every cell ran out of memory (what a model too big for the card gives) is
+// still compared: each cell with its status and figures, no baseline, no ratio, no verdict, no
+// factor effect, and the heading says so and how to read each cell's OOM message. Naming a
+// baseline there is still an error.
+TEST_F(CompareTest, AnExperimentWhoseEveryCellRanOutOfMemoryListsItsCellsWithoutABaseline) {
+  {
+    ResultsDb db(path_, ResultsDb::Mode::kReadWrite);
+    const int64_t id = db.EnsureExperiment("too-big", "too-big.toml", "[matrix]\n");
+    int64_t cell = 0;
+    for (const char* params : {R"({"a":1})", R"({"a":2})"}) {
+      const int64_t run = db.ClaimRun(
+          id, testing_support::MakeCell("t" + std::to_string(cell), cell, 0, params), 1);
+      const nlohmann::json result =
+          testing_support::FiguresResult("oom", 7000 + cell, 8000 + cell, 0, 0);
+      db.FinishRun(run, RunStatus::kOom, "out of memory", &result);
+      ++cell;
+    }
+  }
+  const Comparison c = RunCompare("", "too-big");
+  EXPECT_TRUE(c.no_ok_cell);
+  ASSERT_EQ(c.cells.rows.size(), 2u);
+  for (size_t row = 0; row < 2; ++row) {
+    EXPECT_EQ(At(c.cells, row, "status"), "oom");
+    EXPECT_EQ(Number(c.cells, row, "peak_allocated_bytes"), 7000.0 + static_cast<double>(row));
+    for (const char* empty : {"peak_allocated_ratio", "peak_reserved_ratio", "tokens_per_s_ratio",
+                              "final_loss_delta", "verdict", "verdict_reason"}) {
+      EXPECT_EQ(At(c.cells, row, empty), std::nullopt) << empty;
+    }
+  }
+  EXPECT_TRUE(c.effects.rows.empty());
+  const std::string table = FormatComparison(c, OutputFormat::kTable);
+  EXPECT_NE(table.find("baseline: none: no cell ran ok"), std::string::npos) << table;
+  EXPECT_NE(table.find("WHERE experiment = 'too-big'"), std::string::npos) << table;
+  const nlohmann::json json = nlohmann::json::parse(FormatComparison(c, OutputFormat::kJson));
+  EXPECT_TRUE(json["baseline"].is_null());
+  EXPECT_EQ(json["cells"].size(), 2u);
+  EXPECT_NE(CompareError("a=1", "too-big").find("baseline cell 0 has no ok run (status oom)"),
+            std::string::npos);
+}
+
 TEST_F(CompareTest, CsvAndJsonOutputs) {
   const Comparison c = RunCompare("");
   const std::string csv = FormatComparison(c, OutputFormat::kCsv);
