@@ -208,16 +208,16 @@ std::string TableHeading(const Comparison& comparison) {
     out << "; " << Plural(c.other_runs, "other run") << " (pending, running, failed, timeout) "
         << "not compared";
   }
-  if (c.no_ok_cell) {
+  if (!c.baseline) {
     out << "\nbaseline: none: no cell ran ok (every one ran out of memory), so there are no ratios,"
         << " loss verdicts or factor effects; each cell's out-of-memory message:\n"
         << "  memsweep query \"SELECT cell_index, peak_reserved_bytes, error FROM run_summary"
         << " WHERE experiment = '" << c.experiment.name << "' ORDER BY cell_index\"\n\n";
     return out.str();
   }
-  out << "\nbaseline: cell " << c.baseline.cell_index;
-  if (!c.factors.empty()) out << " (" << DescribeParams(c.baseline.params, c.factors) << ")";
-  out << ", " << Plural(c.baseline.ok_runs, "ok run") << "\n";
+  out << "\nbaseline: cell " << c.baseline->cell_index;
+  if (!c.factors.empty()) out << " (" << DescribeParams(c.baseline->params, c.factors) << ")";
+  out << ", " << Plural(c.baseline->ok_runs, "ok run") << "\n";
   out << "loss verification: against " << VerificationSource(c) << "\n\n";
   return out.str();
 }
@@ -227,13 +227,13 @@ nlohmann::ordered_json ComparisonToJson(const Comparison& c) {
   out["experiment"] = {{"id", c.experiment.id},
                        {"name", c.experiment.name},
                        {"created_at", c.experiment.created_at}};
-  if (c.no_ok_cell) {  // no cell ran ok: no baseline, nothing verified
+  if (!c.baseline) {  // no cell ran ok: no baseline, nothing verified
     out["baseline"] = nullptr;
     out["verification"] = nullptr;
   } else {
-    out["baseline"] = {{"cell", c.baseline.cell_index},
-                       {"run_ids", c.baseline.run_ids},
-                       {"params", nlohmann::ordered_json::parse(c.baseline.params.dump())}};
+    out["baseline"] = {{"cell", c.baseline->cell_index},
+                       {"run_ids", c.baseline->run_ids},
+                       {"params", nlohmann::ordered_json::parse(c.baseline->params.dump())}};
     out["verification"] = {{"against", c.verified_against_reference ? "reference" : "baseline"},
                            {"cell", c.reference_cell ? nlohmann::ordered_json(*c.reference_cell)
                                                      : nlohmann::ordered_json()}};
@@ -259,12 +259,10 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
     throw ResultsError(db.path(), "experiment '" + comparison.experiment.name +
                                       "' has no run with status ok or oom yet");
   }
+  comparison.factors = VaryingKeys(cells);
   const bool any_ok = std::any_of(cells.begin(), cells.end(),
                                   [](const CellFigures& cell) { return cell.ok_runs > 0; });
   if (!any_ok && options.baseline.empty()) {
-    comparison.no_ok_cell = true;
-    comparison.baseline = cells.front();
-    comparison.factors = VaryingKeys(cells);
     comparison.cells = CellsTable(cells, comparison.factors, nullptr, nullptr);
     comparison.effects = EffectsTable({});
     return comparison;
@@ -274,12 +272,12 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
   } catch (const std::invalid_argument& e) {
     throw ResultsError(db.path(), "experiment '" + comparison.experiment.name + "': " + e.what());
   }
-  comparison.factors = VaryingKeys(cells);
-  const CellVerdicts verdicts = VerifyCells(db, experiment_id, cells, comparison.baseline);
+  const CellFigures& baseline = *comparison.baseline;
+  const CellVerdicts verdicts = VerifyCells(db, experiment_id, cells, baseline);
   comparison.verified_against_reference = verdicts.from_reference;
   comparison.reference_cell = verdicts.reference_cell;
-  comparison.cells = CellsTable(cells, comparison.factors, &comparison.baseline, &verdicts);
-  comparison.effects = EffectsTable(MainEffects(cells, comparison.baseline));
+  comparison.cells = CellsTable(cells, comparison.factors, &baseline, &verdicts);
+  comparison.effects = EffectsTable(MainEffects(cells, baseline));
   return comparison;
 }
 

@@ -28,11 +28,10 @@ struct CompareOptions {
 struct Comparison {
   ExperimentRow experiment;
   std::vector<std::string> factors;  // the matrix keys that vary across the compared cells
-  CellFigures baseline;
-  // True when no compared cell has an ok run (every cell ran out of memory) and no baseline was
-  // asked for: the cells are listed with their figures, and there is no baseline, ratio, delta,
-  // loss verdict or factor effect (baseline holds the first cell; nothing is relative to it).
-  bool no_ok_cell = false;
+  // Empty when no compared cell has an ok run (every cell ran out of memory) and no baseline was
+  // asked for: the cells are listed with their figures, without ratio, delta, loss verdict or
+  // factor effect.
+  std::optional<CellFigures> baseline;
   int64_t compared_runs = 0;  // runs with status ok or oom
   int64_t other_runs = 0;     // pending, running, failed or timeout: not compared
   // Loss-equivalence verdicts: against the experiment's stored [experiment] reference when it
@@ -51,7 +50,7 @@ struct Comparison {
 
 // Throws ResultsError for an unknown experiment, a baseline that names no usable cell, or an
 // experiment without ok or oom runs. An experiment whose cells all ran out of memory is compared
-// without a baseline (no_ok_cell) unless one is named.
+// without a baseline unless one is named.
 Comparison Compare(ResultsDb& db, const CompareOptions& options);
 
 // Table: a heading, the cells, then the effects under their own heading. CSV: the cells table,

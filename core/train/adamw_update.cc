@@ -61,13 +61,13 @@ void UpdateRange(float* __restrict p, const float* __restrict grad, float* __res
 
 void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& exp_avg,
                  const at::Tensor& exp_avg_sq, const AdamWHyperparameters& h, int64_t step) {
-  torch::NoGradGuard no_grad;
-  const double bias1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
-  const double bias2 = 1.0 - std::pow(h.beta2, static_cast<double>(step));
   if (!Fusable(p, grad, exp_avg, exp_avg_sq)) {
     CompositeAdamWUpdate(p, grad, exp_avg, exp_avg_sq, h, step, kCompositeChunkElements);
     return;
   }
+  torch::NoGradGuard no_grad;
+  const double bias1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
+  const double bias2 = 1.0 - std::pow(h.beta2, static_cast<double>(step));
   // One pass over p, g, m, v instead of nine ops (each a pass, three writing temporaries). The
   // scalars are rounded to fp32 as LibTorch rounds a Scalar for an fp32 op; the division by
   // √bias2 is a multiplication by its reciprocal, as LibTorch's division by a scalar is.

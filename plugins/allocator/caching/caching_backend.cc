@@ -1,9 +1,9 @@
 #include "caching_backend.h"
 
-#include "caching_util.h"
-
 #include <algorithm>
 #include <new>
+
+#include "caching_util.h"
 
 namespace memsweep::plugins {
 
@@ -108,18 +108,7 @@ bool CachingBackend::ShouldSplit(const Block& block, size_t size) const {
 
 Block* CachingBackend::TakeBlock(Pool& pool, Block* block, size_t size) {
   pool.free.erase(block);
-  if (ShouldSplit(*block, size)) {
-    auto* rest = new Block;
-    rest->ptr = block->ptr + size;
-    rest->size = block->size - size;
-    rest->segment = block->segment;
-    rest->prev = block;
-    rest->next = block->next;
-    if (block->next != nullptr) block->next->prev = rest;
-    block->next = rest;
-    block->size = size;
-    pool.free.insert(rest);
-  }
+  if (ShouldSplit(*block, size)) pool.free.insert(SplitAfter(block, size));
   return block;
 }
 

@@ -21,6 +21,22 @@ inline void AbsorbNext(Block* left) {
   delete right;
 }
 
+// Splits b after its first `head` bytes (0 < head < b->size): b keeps them, a new block right
+// after it, in the same segment and equally mapped, takes the rest. Returns the new block.
+inline Block* SplitAfter(Block* b, size_t head) {
+  auto* rest = new Block;
+  rest->ptr = b->ptr + head;
+  rest->size = b->size - head;
+  rest->mapped = b->mapped;
+  rest->segment = b->segment;
+  rest->prev = b;
+  rest->next = b->next;
+  if (b->next != nullptr) b->next->prev = rest;
+  b->next = rest;
+  b->size = head;
+  return rest;
+}
+
 // A free block with memory behind it (an unmapped block of an expandable segment has none).
 inline bool FreeMapped(const Block* b) { return b != nullptr && !b->allocated && b->mapped; }
 

@@ -63,9 +63,13 @@ Block* CachingBackend::GrowExpandable(Pool& pool, size_t size, size_t requested)
         std::make_unique<Segment>(SegmentMemory::Expandable(kExpandableCapacity), pool.small));
     pool.expandable = segments_.back().get();
   }
-  // Charged before anything is mapped; freeing the cache first (Reserve) may change the plan.
-  Reserve(requested, [&] { return PlanExpandable(pool, size).map_bytes; });
-  const ExpandablePlan plan = PlanExpandable(pool, size);
+  // Charged before anything is mapped; freeing the cache first (Reserve) changes the plan, so
+  // the plan kept is the one made last.
+  ExpandablePlan plan;
+  Reserve(requested, [&] {
+    plan = PlanExpandable(pool, size);
+    return plan.map_bytes;
+  });
   const size_t page = ExpandablePage(pool);
   Block* block = plan.start;
   if (block == nullptr) {
@@ -92,18 +96,7 @@ Block* CachingBackend::MapFront(Pool& pool, Block* u, size_t bytes) {
   if (!segment->memory.Commit(static_cast<size_t>(u->ptr - segment->memory.base()), mapped)) {
     throw std::bad_alloc();
   }
-  if (mapped < u->size) {  // the rest stays unmapped, after the mapped front
-    auto* rest = new Block;
-    rest->ptr = u->ptr + mapped;
-    rest->size = u->size - mapped;
-    rest->mapped = false;
-    rest->segment = segment;
-    rest->prev = u;
-    rest->next = u->next;
-    if (u->next != nullptr) u->next->prev = rest;
-    u->next = rest;
-    u->size = mapped;
-  }
+  if (mapped < u->size) SplitAfter(u, mapped);  // the rest stays unmapped, after the front
   u->mapped = true;
   Block* block = u;
   if (FreeMapped(block->prev)) {
@@ -156,35 +149,14 @@ size_t CachingBackend::ReleaseExpandable(Pool& pool) {
     const size_t begin = RoundUp(offset, page), end = RoundDown(offset + b->size, page);
     if (begin >= end) continue;  // no whole page inside: the pages under used blocks stay
     pool.free.erase(b);
-    // b becomes the unmapped middle; what lies before and after it in other pages stays free.
-    if (end < offset + b->size) {
-      auto* after = new Block;
-      after->ptr = base + end;
-      after->size = offset + b->size - end;
-      after->segment = segment;
-      after->prev = b;
-      after->next = b->next;
-      if (b->next != nullptr) b->next->prev = after;
-      b->next = after;
-      pool.free.insert(after);
+    // The whole pages become the unmapped middle; what lies before and after them (parts of the
+    // pages under used blocks) stays free.
+    if (begin > offset) {  // split first: the free set is ordered by size
+      Block* head = b;
+      b = SplitAfter(head, begin - offset);
+      pool.free.insert(head);
     }
-    if (begin > offset) {
-      auto* before = new Block;
-      before->ptr = b->ptr;
-      before->size = begin - offset;
-      before->segment = segment;
-      before->prev = b->prev;
-      before->next = b;
-      if (b->prev != nullptr) {
-        b->prev->next = before;
-      } else {
-        segment->first = before;
-      }
-      b->prev = before;
-      pool.free.insert(before);
-    }
-    b->ptr = base + begin;
-    b->size = end - begin;
+    if (end - begin < b->size) pool.free.insert(SplitAfter(b, end - begin));
     b->mapped = false;
     segment->memory.Decommit(begin, end - begin);
     released += end - begin;

@@ -63,9 +63,7 @@ bool SegmentMemory::Grow(size_t bytes) {
 
 void SegmentMemory::Shrink(size_t bytes) {
   if (!expandable_ || bytes == 0 || bytes > size_) return;
-  char* start = base_ + size_ - bytes;
-  madvise(start, bytes, MADV_DONTNEED);  // the pages go back to the kernel
-  mprotect(start, bytes, PROT_NONE);
+  Decommit(size_ - bytes, bytes);  // the pages go back to the kernel
   size_ -= bytes;
 }
 
