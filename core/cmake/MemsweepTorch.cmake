@@ -5,6 +5,7 @@
 #   MEMSWEEP_TORCH_LIBRARIES  what to link
 #   MEMSWEEP_CUDA             ON when the CUDA libraries are linked in (libtorch_cuda, libc10_cuda)
 #   MEMSWEEP_CUDA_SOURCE      how CUDA was found ("toolkit <dir>", "wheel headers", or why not)
+#   MEMSWEEP_CUDA_CRT_VERSION the nvidia-cuda-crt whose crt/ headers complete the wheel's
 #
 # MEMSWEEP_TORCH comes from -DMEMSWEEP_TORCH=..., else the environment variable of that name
 # (tools/build passes what tools/setup-deps printed).
@@ -72,18 +73,42 @@ else()
   add_library(memsweep_torch INTERFACE IMPORTED GLOBAL)
   target_include_directories(memsweep_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   target_link_libraries(memsweep_torch INTERFACE ${_torch_lib}/libtorch_cpu.so ${_torch_lib}/libc10.so)
-  if(EXISTS ${_torch_lib}/libtorch_cuda.so AND EXISTS ${_nvidia}/cu13/include/cuda_runtime_api.h)
-    target_include_directories(memsweep_torch SYSTEM INTERFACE ${_nvidia}/cu13/include)
+  # The wheel's nvidia-cuda-runtime has cuda_runtime.h but not the crt/ headers it includes: they
+  # ship with nvcc, and on PyPI as nvidia-cuda-crt, which tools/setup-deps installs (the version in
+  # tools/cuda-crt-version) into <cache>/cuda-crt-<version>/.
+  if(NOT MEMSWEEP_CUDA_CRT_VERSION)
+    file(READ ${PROJECT_SOURCE_DIR}/tools/cuda-crt-version MEMSWEEP_CUDA_CRT_VERSION)
+    string(STRIP "${MEMSWEEP_CUDA_CRT_VERSION}" MEMSWEEP_CUDA_CRT_VERSION)
+  endif()
+  set(_crt_version ${MEMSWEEP_CUDA_CRT_VERSION})
+  set(_crt_hints ${_nvidia}/cu13/include)
+  foreach(_cache_root "$ENV{XDG_CACHE_HOME}" "$ENV{HOME}/.cache")
+    if(_cache_root)
+      list(APPEND _crt_hints ${_cache_root}/memsweep/cuda-crt-${_crt_version}/nvidia/cu13/include)
+    endif()
+  endforeach()
+  find_path(MEMSWEEP_CUDA_CRT_INCLUDE crt/host_config.h HINTS ENV MEMSWEEP_CUDA_CRT_INCLUDE
+            ${_crt_hints} NO_DEFAULT_PATH)
+  if(NOT EXISTS ${_torch_lib}/libtorch_cuda.so
+     OR NOT EXISTS ${_nvidia}/cu13/include/cuda_runtime_api.h)
+    set(MEMSWEEP_CUDA OFF)
+    set(MEMSWEEP_CUDA_SOURCE "none: this torch has no CUDA libraries")
+  elseif(NOT MEMSWEEP_CUDA_CRT_INCLUDE)
+    # The build goes on without CUDA rather than failing; --version says why.
+    set(MEMSWEEP_CUDA OFF)
+    string(CONCAT MEMSWEEP_CUDA_ABSENT "no CUDA toolkit, and the wheel's CUDA headers lack "
+           "crt/host_config.h: tools/setup-deps installs nvidia-cuda-crt==${_crt_version}")
+    set(MEMSWEEP_CUDA_SOURCE "none: ${MEMSWEEP_CUDA_ABSENT}")
+  else()
+    target_include_directories(memsweep_torch SYSTEM INTERFACE ${_nvidia}/cu13/include
+                               ${MEMSWEEP_CUDA_CRT_INCLUDE})
     # --no-as-needed: libtorch_cuda registers the CUDA kernels when it loads; nothing in memsweep
     # may reference it directly.
     target_link_libraries(memsweep_torch INTERFACE ${_torch_lib}/libc10_cuda.so
       "-Wl,--no-as-needed,${_torch_lib}/libtorch_cuda.so -Wl,--as-needed"
       ${_nvidia}/cu13/lib/libcudart.so.13)
     set(MEMSWEEP_CUDA ON)
-    set(MEMSWEEP_CUDA_SOURCE "wheel headers (no CUDA toolkit found)")
-  else()
-    set(MEMSWEEP_CUDA OFF)
-    set(MEMSWEEP_CUDA_SOURCE "none: this torch has no CUDA libraries")
+    set(MEMSWEEP_CUDA_SOURCE "wheel headers (no CUDA toolkit found; crt/ from ${MEMSWEEP_CUDA_CRT_INCLUDE})")
   endif()
   set(MEMSWEEP_TORCH_LIBRARIES memsweep_torch)
   set(TORCH_CXX_FLAGS "")

@@ -19,6 +19,9 @@
 #ifndef MEMSWEEP_VERSION
 #define MEMSWEEP_VERSION "unknown"
 #endif
+#ifndef MEMSWEEP_CUDA_ABSENT  // set by core/CMakeLists.txt when CUDA is not built in
+#define MEMSWEEP_CUDA_ABSENT "CPU only"
+#endif
 #ifndef MEMSWEEP_CUDA_BUILD
 #define MEMSWEEP_CUDA_BUILD 0
 #endif
@@ -135,7 +138,7 @@ EnvironmentInfo DescribeEnvironment(const c10::Device& device) {
 std::string VersionLine(const EnvironmentInfo& info) {
   std::string line = "memsweep " + info.memsweep_version + " (" + info.git_revision +
                      "), LibTorch " + info.torch_version + ", ";
-  if (!info.cuda_build) return line + "CUDA: not built in (CPU only)";
+  if (!info.cuda_build) return line + "CUDA: not built in (" MEMSWEEP_CUDA_ABSENT ")";
   line += "CUDA: built in (runtime " + info.cuda_runtime;
   if (!info.cudnn_version.empty()) line += ", cuDNN " + info.cudnn_version;
   if (!info.nccl_version.empty()) line += ", NCCL " + info.nccl_version;
