@@ -7,11 +7,10 @@
 #include <sstream>
 
 #include "core/config/run_config_loader.h"
-#include "core/config/strategy_resolver.h"
-#include "core/dist/process_group.h"
-#include "core/dist/rank_env.h"
-#include "core/dist/rank_launcher.h"
-#include "core/dist/rank_results.h"
+#include "core/comm/process_group.h"
+#include "core/comm/rank_env.h"
+#include "core/launch/rank_launcher.h"
+#include "core/launch/rank_results.h"
 #include "core/experiment/cell.h"
 #include "core/report/run_report.h"
 #include "core/sweep/cell_process.h"
@@ -23,13 +22,13 @@ namespace {
 // How long the other ranks may go on after one failed before the launcher kills them.
 constexpr double kRankGraceSeconds = 10.0;
 
-config::RunConfig LoadCell(const WorkerOptions& options) {
+config::ValidatedRun LoadCell(const WorkerOptions& options) {
   std::ifstream in(options.cell);
   if (!in) throw config::ConfigError(options.cell + ": cannot read the cell file");
   std::stringstream text;
   text << in.rdbuf();
   const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell);
-  return config::RunConfigFromTable(cell.document, options.source);
+  return config::ValidatedRunFromTable(cell.document, options.source);
 }
 
 nlohmann::json ReadJson(const std::string& path) {
@@ -43,13 +42,14 @@ nlohmann::json ReadJson(const std::string& path) {
 }
 
 // Trains the cell in this process: the whole run, or one rank of it when `rank_env` is set.
-int RunCell(const WorkerOptions& options, const config::RunConfig& cfg,
+int RunCell(const WorkerOptions& options, config::ValidatedRun run,
             const std::optional<dist::RankEnv>& rank_env) {
+  const config::RunConfig& cfg = run.config;
   train::RunResult result;
   std::unique_ptr<dist::ProcessGroup> group;
   const int rank = rank_env ? rank_env->rank : 0;
   try {
-    train::Trainer trainer(cfg, config::InstantiateStrategies(cfg));
+    train::Trainer trainer(cfg, std::move(run.strategies));  // validation's own instances
     if (rank_env) {
       trainer.SetDeviceIndex(rank_env->local_rank);  // cuda:LOCAL_RANK (used on CUDA only)
       group = std::make_unique<dist::ProcessGroup>(*rank_env, cfg.device.collective_timeout_seconds,
@@ -132,10 +132,11 @@ int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) 
 }  // namespace
 
 int RunWorker(const WorkerOptions& options) {
-  config::RunConfig cfg;
+  config::ValidatedRun run;
   std::optional<dist::RankEnv> rank_env;
   try {
-    cfg = LoadCell(options);
+    run = LoadCell(options);
+    const config::RunConfig& cfg = run.config;
     rank_env = dist::RankEnvFromEnvironment();
     if (rank_env && rank_env->world_size != cfg.device.world_size) {
       throw config::ConfigError(options.cell + ": [device] world_size = " +
@@ -148,8 +149,8 @@ int RunWorker(const WorkerOptions& options) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
-  if (!rank_env && cfg.device.world_size > 1) return LaunchCellRanks(options, cfg);
-  return RunCell(options, cfg, rank_env);
+  if (!rank_env && run.config.device.world_size > 1) return LaunchCellRanks(options, run.config);
+  return RunCell(options, std::move(run), rank_env);
 }
 
 void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {

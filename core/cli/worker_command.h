@@ -9,7 +9,7 @@
 // with status "failed"), 2 the cell file is invalid.
 //
 // With [device] world_size = N > 1 and no RANK in the environment it launches itself as N ranks
-// (core/dist/rank_launcher.h) and merges their outcome into one result; with RANK set (by that
+// (core/launch/rank_launcher.h) and merges their outcome into one result; with RANK set (by that
 // launcher, torchrun or srun) it is one rank: it joins the c10d group at MASTER_ADDR:MASTER_PORT,
 // rank 0 writes the result (with every rank's figures), rank r > 0 writes <result>.rank<r>, and
 // a rank exits 1 unless its run was ok.

@@ -151,7 +151,7 @@ endif()
 
 # NCCL's header, for c10d's ProcessGroupNCCL.hpp (multi-rank runs on CUDA): pip's torch depends
 # on nvidia-nccl, which sits beside it in site-packages. Without it memsweep builds without NCCL
-# and refuses multi-rank CUDA runs (core/dist/nccl_communicator.h).
+# and refuses multi-rank CUDA runs (core/comm/nccl_communicator.h).
 set(MEMSWEEP_NCCL OFF)
 if(MEMSWEEP_CUDA)
   find_path(MEMSWEEP_NCCL_INCLUDE nccl.h

@@ -12,10 +12,10 @@
 #include "core/data/document_encoder.h"
 #include "core/data/token_cache.h"
 #include "core/data/token_file.h"
-#include "core/dist/nccl_communicator.h"
 #include "core/env/cpu_gemm.h"
 #include "core/env/onednn_matmul.h"
 #include "core/env/cuda_probe.h"
+#include "core/env/nccl_build.h"
 #include "core/env/gpu_catalog.h"
 #include "core/memory/byte_size.h"
 #include "core/model/hf_config.h"
@@ -260,7 +260,7 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
     }
     d.index = static_cast<int>(index);
   }
-  if (d.type == "cuda" && d.world_size > 1 && !dist::NcclAvailable()) {
+  if (d.type == "cuda" && d.world_size > 1 && !env::NcclBuiltIn()) {
     throw ConfigError(r.At("world_size") + ": ranks on CUDA devices talk through NCCL, and this "
                       "memsweep was built without it (nccl.h not found beside LibTorch). Rebuild "
                       "with the nvidia-nccl package beside torch, or use type = \"cpu\"");
@@ -343,6 +343,10 @@ RunConfig ParseRunConfig(std::string_view text, const std::string& source,
 }
 
 RunConfig RunConfigFromTable(const toml::table& root, const std::string& source) {
+  return ValidatedRunFromTable(root, source).config;
+}
+
+ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source) {
   for (auto&& [key, node] : root) {
     const std::string name(key.str());
     if (name == "matrix") {
@@ -368,8 +372,7 @@ RunConfig RunConfigFromTable(const toml::table& root, const std::string& source)
   ReadDevice(source, Section(root, "device"), cfg.device);
   ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
   ResolveStrategies(root, source, cfg);
-  ValidateRunConfig(cfg);
-  return cfg;
+  return ValidateRun(std::move(cfg));
 }
 
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides) {
@@ -380,13 +383,13 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
   return ParseRunConfig(text.str(), path, overrides);
 }
 
-void ValidateRunConfig(const RunConfig& cfg) {
+ValidatedRun ValidateRun(RunConfig cfg) {
   const std::string at = cfg.source.empty() ? std::string("config: ") : cfg.source + ": ";
   const model::LlamaConfig& m = cfg.model.llama;
   if (auto problem = m.Problem()) throw ConfigError(at + "[model]: " + *problem);
   // Every strategy is created once: plugins check their own parameter ranges (and whether they
   // can run on this build) in their constructors.
-  train::StrategySet strategies;
+  plugin::StrategySet strategies;
   try {
     strategies = InstantiateStrategies(cfg);
   } catch (const std::exception& e) {
@@ -394,7 +397,7 @@ void ValidateRunConfig(const RunConfig& cfg) {
   }
   // ... and says whether it can run on the run's device (never a silent fallback).
   const c10::DeviceType device = cfg.device.type == "cuda" ? c10::kCUDA : c10::kCPU;
-  for (const train::ActiveStrategy& strategy : strategies) {
+  for (const plugin::ActiveStrategy& strategy : strategies) {
     std::string why;
     try {
       why = strategy.impl->DeviceRefusal(device);
@@ -409,9 +412,9 @@ void ValidateRunConfig(const RunConfig& cfg) {
   }
   // A precision strategy that skips steps reads .grad; a sharding strategy that owns the step
   // keeps its own reduced gradients, which neither the check nor a skip would reach.
-  const train::ActiveStrategy* skipping = nullptr;
-  const train::ActiveStrategy* owning = nullptr;
-  for (const train::ActiveStrategy& s : strategies) {
+  const plugin::ActiveStrategy* skipping = nullptr;
+  const plugin::ActiveStrategy* owning = nullptr;
+  for (const plugin::ActiveStrategy& s : strategies) {
     if (auto* p = dynamic_cast<const PrecisionStrategy*>(s.impl.get()); p && p->SkipsSteps()) {
       skipping = &s;
     }
@@ -426,7 +429,8 @@ void ValidateRunConfig(const RunConfig& cfg) {
                       "gradients of its own, which that check never sees: use sharding \"none\" "
                       "or \"ddp\" with it, or a precision that does not skip steps");
   }
-  const data::DataConfig batches = EffectiveDataConfig(cfg);
+  cfg.data = EffectiveDataConfig(cfg.data, strategies, cfg.source);
+  const data::DataConfig& batches = cfg.data;
   if (batches.seq_len > m.max_position_embeddings) {
     throw ConfigError(at + "[strategies.batching] seq_len = " + std::to_string(batches.seq_len) +
                       " exceeds [model] max_position_embeddings = " +
@@ -477,6 +481,7 @@ void ValidateRunConfig(const RunConfig& cfg) {
                       memory::FormatBytes(param_bytes) +
                       "): raise the budget or choose a smaller model");
   }
+  return ValidatedRun{std::move(cfg), std::move(strategies)};
 }
 
 }  // namespace memsweep::config

@@ -1,6 +1,7 @@
 // Reading a RunConfig from a TOML file, with errors that say where and what to change.
 //
-//   RunConfig cfg = LoadRunConfig("experiments/quickstart.toml", {"data.seq_len=128"});
+//   RunConfig cfg = LoadRunConfig("experiments/quickstart.toml",
+//                                 {"strategies.batching.seq_len=128"});
 //
 // Every error is a ConfigError whose message starts with "file:line:column:" (or "file:" when
 // no position applies): malformed TOML, unknown sections or keys (the allowed ones are listed),
@@ -17,6 +18,7 @@
 
 #include "core/config/config_error.h"
 #include "core/config/run_config.h"
+#include "core/plugin/active_strategy.h"
 
 namespace memsweep::config {
 
@@ -33,7 +35,17 @@ toml::table ParseToml(std::string_view text, const std::string& source);
 // `source` names the file in messages and anchors relative paths.
 RunConfig RunConfigFromTable(const toml::table& root, const std::string& source);
 
+// A run as validation leaves it: every strategy created once, by validation (plugins check
+// their parameters in their constructors), and the trainer gets these very instances;
+// config.data as the batching strategy configures it (micro-batch size, accumulation, length,
+// padding).
+struct ValidatedRun {
+  RunConfig config;
+  plugin::StrategySet strategies;
+};
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
-void ValidateRunConfig(const RunConfig& cfg);
+ValidatedRun ValidateRun(RunConfig cfg);
+// RunConfigFromTable's document, validated, with its strategies (what a worker trains).
+ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source);
 
 }  // namespace memsweep::config

@@ -4,7 +4,7 @@
 
 #include "core/config/config_error.h"
 #include "core/config/toml_reader.h"
-#include "core/plugin/param_validation.h"
+#include "core/config/plugin_params_validation.h"
 #include "core/plugin/plugin_registry.h"
 
 namespace memsweep::config {
@@ -46,7 +46,7 @@ StrategyChoice Choose(const plugin::PluginRegistry& registry, const std::string&
   choice.slot = slot;
   choice.plugin = library->name();
   choice.version = library->version();
-  choice.params = plugin::ValidateParams(*library, t, source, section);
+  choice.params = ValidateParams(*library, t, source, section);
   return choice;
 }
 
@@ -129,10 +129,10 @@ void ResolveStrategies(const toml::table& root, const std::string& source, RunCo
   }
 }
 
-train::StrategySet InstantiateStrategies(const RunConfig& cfg) {
+plugin::StrategySet InstantiateStrategies(const RunConfig& cfg) {
   plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
   for (const auto& path : cfg.plugin_paths) registry.LoadPath(path);
-  train::StrategySet set;
+  plugin::StrategySet set;
   for (const auto& choice : cfg.strategies) {
     const plugin::PluginLibrary* library = registry.Find(choice.slot, choice.plugin);
     if (library == nullptr) {
@@ -143,24 +143,25 @@ train::StrategySet InstantiateStrategies(const RunConfig& cfg) {
   return set;
 }
 
-data::DataConfig EffectiveDataConfig(const RunConfig& cfg) {
-  data::DataConfig data = cfg.data;
-  plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
-  for (const auto& choice : cfg.strategies) {
-    if (choice.slot != "batching") continue;
-    const plugin::PluginLibrary* library = registry.Find(choice.slot, choice.plugin);
-    if (library == nullptr) continue;
+data::DataConfig EffectiveDataConfig(const data::DataConfig& data,
+                                     const plugin::StrategySet& strategies,
+                                     const std::string& source) {
+  data::DataConfig effective = data;
+  for (const plugin::ActiveStrategy& active : strategies) {
+    auto* batching = dynamic_cast<BatchingStrategy*>(active.impl.get());
+    if (batching == nullptr) continue;
     try {
-      std::shared_ptr<Strategy> made = library->Create(choice.params);
-      if (auto* batching = dynamic_cast<BatchingStrategy*>(made.get())) {
-        batching->ConfigureBatches(data);
-      }
+      batching->ConfigureBatches(effective);
     } catch (const std::exception& e) {
-      throw ConfigError((cfg.source.empty() ? std::string("config") : cfg.source) +
+      throw ConfigError((source.empty() ? std::string("config") : source) +
                         ": [strategies.batching] " + e.what());
     }
   }
-  return data;
+  return effective;
+}
+
+data::DataConfig EffectiveDataConfig(const RunConfig& cfg) {
+  return EffectiveDataConfig(cfg.data, InstantiateStrategies(cfg), cfg.source);
 }
 
 }  // namespace memsweep::config

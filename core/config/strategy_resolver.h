@@ -17,7 +17,7 @@
 
 #include "core/config/run_config.h"
 #include "memsweep/data_config.h"
-#include "core/train/active_strategy.h"
+#include "core/plugin/active_strategy.h"
 
 namespace memsweep::config {
 
@@ -26,9 +26,15 @@ void ReadPluginPaths(const std::string& source, const toml::table& table,
                      std::vector<std::string>& paths);
 // Fills cfg.strategies from root["strategies"], loading cfg.plugin_paths first.
 void ResolveStrategies(const toml::table& root, const std::string& source, RunConfig& cfg);
-// cfg.data as the batching strategy configures it (micro-batch size, accumulation, length).
+// `data` as the batching strategy among `strategies` configures it (micro-batch size,
+// accumulation, length, padding); `source` names the file in errors.
+data::DataConfig EffectiveDataConfig(const data::DataConfig& data,
+                                     const plugin::StrategySet& strategies,
+                                     const std::string& source);
+// cfg.data as cfg's batching strategy configures it (creates cfg's strategies; a validated
+// RunConfig's data already is).
 data::DataConfig EffectiveDataConfig(const RunConfig& cfg);
 // Creates the strategies of cfg.strategies (errors name the plugin).
-train::StrategySet InstantiateStrategies(const RunConfig& cfg);
+plugin::StrategySet InstantiateStrategies(const RunConfig& cfg);
 
 }  // namespace memsweep::config

@@ -23,7 +23,7 @@ struct TensorLayout {
 };
 
 // Every tensor of a checkpoint of `c`, the one enumeration both the check and the load use.
-std::map<std::string, TensorLayout> Layout(const LlamaConfig& c) {
+std::map<std::string, TensorLayout> TensorLayouts(const LlamaConfig& c) {
   const int64_t h = c.hidden_size, q = c.QDim(), kv = c.KvDim(), inter = c.intermediate_size;
   std::map<std::string, TensorLayout> out;
   out["model.embed_tokens.weight"] = {{c.vocab_size, h}, {{"embed_tokens"}}};
@@ -72,13 +72,13 @@ std::map<std::string, TensorLayout> Layout(const LlamaConfig& c) {
 
 std::map<std::string, std::vector<ParameterSlice>> HuggingFaceParameters(const LlamaConfig& c) {
   std::map<std::string, std::vector<ParameterSlice>> out;
-  for (auto& [name, layout] : Layout(c)) out[name] = std::move(layout.slices);
+  for (auto& [name, layout] : TensorLayouts(c)) out[name] = std::move(layout.slices);
   return out;
 }
 
 std::vector<ExpectedTensor> HuggingFaceTensors(const LlamaConfig& c) {
   std::vector<ExpectedTensor> out;
-  for (auto& [name, layout] : Layout(c)) out.push_back({name, std::move(layout.shape)});
+  for (auto& [name, layout] : TensorLayouts(c)) out.push_back({name, std::move(layout.shape)});
   return out;
 }
 

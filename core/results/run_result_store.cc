@@ -53,7 +53,7 @@ const std::vector<Field>& EnvironmentFields() {
   return kFields;
 }
 
-// run_ranks: one row per rank (core/dist/rank_results.cc writes them).
+// run_ranks: one row per rank (core/launch/rank_results.cc writes them).
 const std::vector<Field>& RankFields() {
   static const std::vector<Field> kFields = [] {
     std::vector<Field> fields = {{"rank", "", "rank"},

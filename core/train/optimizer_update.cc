@@ -19,6 +19,7 @@ class HostAdamWUpdate final : public OptimizerUpdate {
   }
   void ZeroGrad() override { adamw_.ZeroGrad(); }
   bool Skippable() const override { return true; }
+  const std::vector<at::Tensor>* UpdatedTensors() const override { return &adamw_.Parameters(); }
 
   void AddModelState(const std::vector<at::Tensor>& params,
                      ModelStateTensors& tensors) const override {
@@ -50,6 +51,7 @@ class ShardingSlotUpdate final : public OptimizerUpdate {
   void ZeroGrad() override {}  // the slot's step leaves no gradient behind
   bool Skippable() const override { return false; }
   void AddModelState(const std::vector<at::Tensor>&, ModelStateTensors&) const override {}
+  const std::vector<at::Tensor>* UpdatedTensors() const override { return nullptr; }
 
  private:
   std::function<double(const OptimizerStepSpec&)> step_;

@@ -34,6 +34,9 @@ class OptimizerUpdate {
   // that is not a parameter (fp32 master copies).
   virtual void AddModelState(const std::vector<at::Tensor>& params,
                              ModelStateTensors& tensors) const = 0;
+  // The tensors whose gradients the update reads (RunContext::optimizer_parameters), or null
+  // when they are the owner's own.
+  virtual const std::vector<at::Tensor>* UpdatedTensors() const = 0;
 };
 
 // The host's AdamW over `updated` (the parameters, or one master copy per parameter).

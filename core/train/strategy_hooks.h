@@ -9,10 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "core/train/active_strategy.h"
+#include "core/plugin/active_strategy.h"
 #include "memsweep/strategy.h"
 
 namespace memsweep::train {
+
+using plugin::ActiveStrategy;  // the strategies a run uses (core/plugin/active_strategy.h)
+using plugin::StrategySet;
 
 class PluginError : public std::runtime_error {
  public:

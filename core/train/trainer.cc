@@ -307,6 +307,7 @@ class RunLoop {
       state_.update = MakeHostAdamWUpdate(
           std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
     }
+    context_.optimizer_parameters = state_.update->UpdatedTensors();
     state_.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg_.experiment.steps, o.min_lr_ratio};
     RunState& state = state_;
     probe_.SetModelStateFn([&state] { return MeasureModelState(state); });
@@ -322,6 +323,7 @@ class RunLoop {
     record.step = step;
     current_step_ = &record;
     context_.skip_optimizer_step = false;
+    context_.grad_norm = std::numeric_limits<double>::quiet_NaN();
     std::vector<data::Batch> micro_batches = StepBegin(step, record);
     for (size_t i = 0; i < micro_batches.size(); ++i) {
       ForwardAndBackward(step, static_cast<int64_t>(i), micro_batches[i], record);
@@ -406,6 +408,7 @@ class RunLoop {
                                    o.weight_decay, o.grad_clip, step + 1};
       record.grad_norm = state_.update->Step(spec);
     }
+    context_.grad_norm = record.grad_norm;  // for the end hooks (memsweep/strategy.h)
     stages_.End();
   }
 
@@ -448,6 +451,108 @@ c10::Device Trainer::RunDevice() const {
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+namespace {
+
+// The first check: this process is one of device.world_size ranks. Before anything is measured.
+bool CheckWorldSize(const config::RunConfig& config, dist::CountingCommunicator* comm,
+                    RunResult& result) {
+  if (comm != nullptr) {
+    result.dist.rank = comm->Rank();
+    result.dist.world_size = comm->WorldSize();
+  }
+  const int ranks = comm != nullptr ? comm->WorldSize() : 1;
+  if (ranks == config.device.world_size) return true;
+  result.status = RunStatus::kFailed;
+  result.error = "device.world_size = " + std::to_string(config.device.world_size) +
+                 " but this process is one of " + std::to_string(ranks) +
+                 " ranks (run it through `memsweep run`, torchrun or srun with WORLD_SIZE set)";
+  return false;
+}
+
+// What the run needs of its plugins before the device is touched: each one's metadata (what
+// loss-equivalence verification needs, docs/results.md), the compute dtype, and on CUDA the
+// allocator's settings. False, with the result failed, when a plugin throws.
+struct PluginFacts {
+  c10::ScalarType compute_dtype = at::kFloat;
+  std::string allocator_settings;
+};
+bool ReadPluginFacts(const StrategySet& strategies, const c10::Device& device, PluginFacts& facts,
+                     RunResult& result) {
+  try {
+    for (const auto& active : strategies) {
+      const bool preserving =
+          CallPlugin(active, "MathPreserving", [&] { return active.impl->MathPreserving(); });
+      result.plugins.push_back({active.slot, active.name, active.version, preserving});
+    }
+    const StrategyHooks hooks(strategies);
+    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
+    facts.compute_dtype = CallPlugin(*precision_plugin, "environment",
+                                     [&] { return precision->ComputeDtype(); });
+    result.compute_dtype = ComputeDtypeName(facts.compute_dtype);
+    if (device.is_cuda()) {
+      auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
+      facts.allocator_settings = CallPlugin(*allocator_plugin, "environment (allocator settings)",
+                                            [&] { return allocator->DeviceAllocatorSettings(); });
+    }
+    return true;
+  } catch (const PluginError& e) {
+    result.status = RunStatus::kFailed;
+    result.error = e.what();
+    return false;
+  }
+}
+
+// The device as the run finds it: on CUDA the allocator's settings before anything touches the
+// device, then the GPU made current for the whole run (its caching allocator is the one
+// measured); on the CPU the GEMM paths; then the GEMM calibration (it measures the machine, not
+// the run, so it runs outside the budget and before the run's accounting starts). The CPU GEMM
+// paths and the current device are restored when the session ends.
+struct DeviceSession {
+  std::unique_ptr<memory::DeviceMeter> meter;
+  std::optional<c10::DeviceGuard> guard;
+  env::ScopedCpuGemmPaths restore_gemm_paths;
+};
+bool SetUpDevice(const config::RunConfig& config, const c10::Device& device,
+                 const PluginFacts& facts, DeviceSession& session, RunResult& result) {
+  try {
+    if (!facts.allocator_settings.empty()) {
+      c10::CachingAllocator::setAllocatorSettings(facts.allocator_settings);
+    }
+    result.device.allocator_settings = facts.allocator_settings;
+    if (device.is_cuda()) session.guard.emplace(device);
+    // bf16 products on the CPU: LibTorch's kernels or the upcast ones (env/cpu_gemm.h), chosen
+    // before the calibration so that the bf16 peak is the one the run gets. Runs that compute
+    // in another dtype keep LibTorch's kernels and measure nothing. fp32 products likewise
+    // (oneDNN or MKL): every dtype's run has fp32 products (the loss, and bf16's upcast path
+    // multiplies through them).
+    if (device.is_cpu()) {
+      env::UseFp32Gemm(env::ChooseFp32Gemm(config.device.fp32_gemm));
+      env::UseBf16Gemm(facts.compute_dtype == at::kBFloat16
+                           ? env::ChooseBf16Gemm(config.device.gemm)
+                           : env::Bf16Gemm::kNative);
+    }
+    session.meter = memory::MakeDeviceMeter(device);
+    result.summary.peak_flops = env::CachedGemmPeakFlops(facts.compute_dtype, device);
+    session.meter->EmptyCache();  // the calibration's blocks are not the run's
+    session.meter->ClearLastOom();
+    result.device.device_total_bytes = env::DeviceTotalBytes(device);
+    return true;
+  } catch (const std::exception& e) {
+    result.status = RunStatus::kFailed;
+    result.error = std::string("setting up ") + device.str() + ": " + e.what();
+    return false;
+  }
+}
+
+// Offloaded state lives in host memory the device accounting does not count: pinned on CUDA
+// (asynchronous copies), malloc'ed on the CPU.
+std::unique_ptr<HostPool> MakeHostPool(const c10::Device& device) {
+  if (device.is_cuda()) return std::make_unique<memory::PinnedHostPool>();
+  return std::make_unique<memory::MallocHostPool>();
+}
+
+}  // namespace
+
 RunResult Trainer::Run() {
   RunResult result;
   auto& tracker = memory::TrackingAllocator::Instance();
@@ -457,100 +562,33 @@ RunResult Trainer::Run() {
   result.device.device = device.str();
   if (config_.device.emulate) result.device.emulated_gpu = config_.device.emulate->name;
   result.device.budget_bytes = config_.device.memory_budget_bytes.value_or(0);
-  // Threads first, then the calibration: it measures the machine, not the run, so it runs
-  // outside the budget and before the run's memory accounting starts.
-  env::SetThreads(config_.device.threads);
-  c10::ScalarType compute_dtype = at::kFloat;
-  std::string allocator_settings;
-  try {
-    // What loss-equivalence verification needs to know of each plugin (docs/results.md).
-    for (const auto& active : strategies_) {
-      const bool preserving =
-          CallPlugin(active, "MathPreserving", [&] { return active.impl->MathPreserving(); });
-      result.plugins.push_back({active.slot, active.name, active.version, preserving});
-    }
-    const StrategyHooks hooks(strategies_);
-    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
-    compute_dtype = CallPlugin(*precision_plugin, "environment",
-                               [&] { return precision->ComputeDtype(); });
-    result.compute_dtype = ComputeDtypeName(compute_dtype);
-    if (device.is_cuda()) {
-      auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
-      allocator_settings = CallPlugin(*allocator_plugin, "environment (allocator settings)",
-                                      [&] { return allocator->DeviceAllocatorSettings(); });
-    }
-  } catch (const PluginError& e) {
-    result.status = RunStatus::kFailed;
-    result.error = e.what();
-    return result;
-  }
-  // On CUDA: the allocator's settings before anything touches the device, then the GPU made
-  // current for the whole run (its caching allocator is the one measured).
-  std::unique_ptr<memory::DeviceMeter> meter;
-  std::optional<c10::DeviceGuard> device_guard;
-  const env::ScopedCpuGemmPaths restore_gemm_paths;
-  try {
-    if (!allocator_settings.empty()) c10::CachingAllocator::setAllocatorSettings(allocator_settings);
-    result.device.allocator_settings = allocator_settings;
-    if (device.is_cuda()) device_guard.emplace(device);
-    // bf16 products on the CPU: LibTorch's kernels or the upcast ones (env/cpu_gemm.h), chosen
-    // before the calibration so that the bf16 peak is the one the run gets. Runs that compute in
-    // another dtype keep LibTorch's kernels and measure nothing.
-    // fp32 products likewise (oneDNN or MKL): every dtype's run has fp32 products (the loss,
-    // and bf16's upcast path multiplies through them).
-    if (device.is_cpu()) {
-      env::UseFp32Gemm(env::ChooseFp32Gemm(config_.device.fp32_gemm));
-      env::UseBf16Gemm(compute_dtype == at::kBFloat16 ? env::ChooseBf16Gemm(config_.device.gemm)
-                                                      : env::Bf16Gemm::kNative);
-    }
-    meter = memory::MakeDeviceMeter(device);
-    result.summary.peak_flops = env::CachedGemmPeakFlops(compute_dtype, device);
-    meter->EmptyCache();  // the calibration's blocks are not the run's
-    meter->ClearLastOom();
-    result.device.device_total_bytes = env::DeviceTotalBytes(device);
-  } catch (const std::exception& e) {
-    result.status = RunStatus::kFailed;
-    result.error = std::string("setting up ") + device.str() + ": " + e.what();
-    return result;
-  }
+  if (!CheckWorldSize(config_, comm_, result)) return result;
+  env::SetThreads(config_.device.threads);  // before the calibration, which measures with them
+  PluginFacts facts;
+  if (!ReadPluginFacts(strategies_, device, facts, result)) return result;
+  DeviceSession session;
+  if (!SetUpDevice(config_, device, facts, session, result)) return result;
+  memory::DeviceMeter& meter = *session.meter;
   const std::shared_ptr<memory::MemoryBackend> previous_backend = tracker.BackendPtr();
-  // Offloaded state lives in host memory the device accounting does not count: pinned on CUDA
-  // (asynchronous copies), malloc'ed on the CPU.
-  std::unique_ptr<HostPool> host_pool;
-  if (device.is_cuda()) {
-    host_pool = std::make_unique<memory::PinnedHostPool>();
-  } else {
-    host_pool = std::make_unique<memory::MallocHostPool>();
-  }
-  if (comm_ != nullptr) {
-    result.dist.rank = comm_->Rank();
-    result.dist.world_size = comm_->WorldSize();
-  }
-  const int ranks = comm_ != nullptr ? comm_->WorldSize() : 1;
-  if (ranks != config_.device.world_size) {
-    result.status = RunStatus::kFailed;
-    result.error = "device.world_size = " + std::to_string(config_.device.world_size) +
-                   " but this process is one of " + std::to_string(ranks) +
-                   " ranks (run it through `memsweep run`, torchrun or srun with WORLD_SIZE set)";
-    return result;
-  }
+  const std::unique_ptr<HostPool> host_pool = MakeHostPool(device);
   // The tokens/s of a multi-process run are the whole group's, so its MFU divides by the group's
   // peak: the sum of every rank's calibrated GEMM rate (docs/metrics.md, "MFU").
   result.summary.peak_flops = SumOverRanks(comm_, result.summary.peak_flops);
   const dist::CommCounters comm_start = comm_ != nullptr ? comm_->Counters() : dist::CommCounters{};
+
+  // The run, under the budget; its memory is measured from here to probe.Finish().
   {
-    BudgetScope budget(*meter, config_.device.memory_budget_bytes);
-    MemoryProbe probe(*meter, result);
+    BudgetScope budget(meter, config_.device.memory_budget_bytes);
+    MemoryProbe probe(meter, result);
     {
       RunState state;
       try {
-        RunLoop(config_, strategies_, state, probe, result, on_step_, comm_, host_pool.get(),
-                *meter)
+        RunLoop(config_, strategies_, state, probe, result, on_step_, comm_, host_pool.get(), meter)
             .Run();
       } catch (const c10::OutOfMemoryError& e) {
         result.status = RunStatus::kOom;
         result.error = WithoutBacktrace(e);
-        result.oom = meter->LastOom();
+        result.oom = meter.LastOom();
       } catch (const c10::Error& e) {
         result.status = RunStatus::kFailed;
         result.error = WithoutBacktrace(e);
@@ -567,8 +605,10 @@ RunResult Trainer::Run() {
     }
     probe.Finish();
   }
-  // Cached blocks go back to the device, and the next run starts on the previous backend.
-  meter->EmptyCache();
+
+  // Teardown: cached blocks go back to the device, and the next run starts on the previous
+  // backend.
+  meter.EmptyCache();
   if (device.is_cpu()) tracker.SetBackend(previous_backend);
   result.dist.host_pool_peak_bytes = host_pool->PeakBytes();
   if (comm_ != nullptr) {

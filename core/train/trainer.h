@@ -25,12 +25,15 @@
 #include <functional>
 
 #include "core/config/run_config.h"
-#include "core/dist/process_group.h"
-#include "core/train/active_strategy.h"
+#include "core/comm/process_group.h"
+#include "core/plugin/active_strategy.h"
 #include "core/train/run_result.h"
 #include "memsweep/stage.h"
 
 namespace memsweep::train {
+
+using plugin::ActiveStrategy;  // the strategies a run uses (core/plugin/active_strategy.h)
+using plugin::StrategySet;
 
 // Called with each step's record as soon as the step ends (progress display, streaming writers).
 using StepCallback = std::function<void(const StepRecord&)>;

@@ -26,6 +26,13 @@ enum class TrainOn : uint8_t {
   kCompletion,  // JSONL prompt/completion lines: only the completion's tokens (and EOS)
 };
 
+// The batching fields' defaults, in one place: batching/default's parameter schema spells its
+// defaults from these, so a DataConfig that no batching strategy has configured holds what a
+// run without [strategies.batching] gets.
+#define MEMSWEEP_DEFAULT_SEQ_LEN 256
+#define MEMSWEEP_DEFAULT_MICRO_BATCH_SIZE 4
+#define MEMSWEEP_DEFAULT_ACCUMULATION_STEPS 1
+
 struct DataConfig {
   std::string path;  // resolved (absolute or relative to the working directory)
   DataFormat format = DataFormat::kJsonl;
@@ -34,10 +41,10 @@ struct DataConfig {
   // tokenizer.
   std::string tokenizer;
   TokenDtype token_dtype = TokenDtype::kUint16;
-  int64_t seq_len = 256;  // maximum tokens per row fed to the model; longer documents truncated
+  int64_t seq_len = MEMSWEEP_DEFAULT_SEQ_LEN;  // maximum tokens per row fed to the model; longer documents truncated
   Padding padding = Padding::kLongest;
-  int64_t micro_batch_size = 4;
-  int64_t accumulation_steps = 1;
+  int64_t micro_batch_size = MEMSWEEP_DEFAULT_MICRO_BATCH_SIZE;
+  int64_t accumulation_steps = MEMSWEEP_DEFAULT_ACCUMULATION_STEPS;
   TrainOn train_on = TrainOn::kAll;
 };
 

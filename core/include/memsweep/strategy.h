@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,15 @@ struct RunContext {
   // Records a figure of this step (the fp16 loss scale ...): stored per step with the results,
   // beside the step's loss. The last value of a name within a step wins.
   std::function<void(const std::string& name, double value)> record_step;
+  // The tensors the host's AdamW updates — the model's parameters, or a precision strategy's
+  // fp32 master copies — from the optimizer stage on; null when the sharding slot owns the step
+  // (it keeps reduced gradients of its own). Their .grad, read in a callback's optimizer_step
+  // begin hook (callbacks run after every other slot's begin hook), are the gradients the update
+  // will use, before clipping. Read them; changing them changes the run.
+  const std::vector<at::Tensor>* optimizer_parameters = nullptr;
+  // The global L2 norm of this step's gradients before clipping, as the update measured it: set
+  // before optimizer_step's end hooks, NaN on a skipped step and before the first update.
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Strategy {

@@ -169,7 +169,7 @@ void CachingBackend::ReleaseSegment(Segment* segment) {
   CountSegments();
 }
 
-void CachingBackend::EmptyCache() {
+std::vector<Segment*> CachingBackend::UnusedFixedSegments() const {
   std::vector<Segment*> unused;
   for (const auto& segment : segments_) {
     const Block* first = segment->first;
@@ -178,7 +178,11 @@ void CachingBackend::EmptyCache() {
       unused.push_back(segment.get());
     }
   }
-  for (Segment* segment : unused) ReleaseSegment(segment);
+  return unused;
+}
+
+void CachingBackend::EmptyCache() {
+  for (Segment* segment : UnusedFixedSegments()) ReleaseSegment(segment);
   ReleaseExpandable(small_);
   ReleaseExpandable(large_);
 }
@@ -191,14 +195,7 @@ void CachingBackend::GarbageCollect() {
   const auto limit = static_cast<int64_t>(options_.garbage_collection_threshold *
                                           static_cast<double>(*budget));
   if (device.ReservedBytes() <= limit) return;
-  std::vector<Segment*> unused;
-  for (const auto& segment : segments_) {
-    const Block* first = segment->first;
-    if (!segment->memory.expandable() && first != nullptr && !first->allocated &&
-        first->next == nullptr) {
-      unused.push_back(segment.get());
-    }
-  }
+  std::vector<Segment*> unused = UnusedFixedSegments();
   std::stable_sort(unused.begin(), unused.end(),
                    [](const Segment* a, const Segment* b) { return a->last_used < b->last_used; });
   size_t released = 0;

@@ -86,6 +86,9 @@ class CachingBackend final : public memory::MemoryBackend {
   size_t Reserve(size_t requested, const std::function<size_t()>& bytes_needed);
   void Unreserve(size_t bytes);
   void ReleaseSegment(Segment* segment);
+  // Fixed (not expandable) segments with nothing allocated in them, oldest first: what emptying
+  // the cache and garbage collection release.
+  std::vector<Segment*> UnusedFixedSegments() const;
   // Unmaps every whole page inside a free block of the pool's expandable segment; returns the
   // bytes unmapped.
   size_t ReleaseExpandable(Pool& pool);

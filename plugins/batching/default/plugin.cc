@@ -8,11 +8,17 @@
 
 namespace {
 
+// The defaults are DataConfig's (memsweep/data_config.h), as text for the schema.
+#define BATCHING_TEXT(x) #x
+#define BATCHING_DEFAULT(x) BATCHING_TEXT(x)
+
 const MemsweepParamSpec kParams[] = {
-    {"micro_batch_size", MEMSWEEP_PARAM_INT, "4", "rows per forward/backward pass", 0},
-    {"accumulation_steps", MEMSWEEP_PARAM_INT, "1",
+    {"micro_batch_size", MEMSWEEP_PARAM_INT, BATCHING_DEFAULT(MEMSWEEP_DEFAULT_MICRO_BATCH_SIZE),
+     "rows per forward/backward pass", 0},
+    {"accumulation_steps", MEMSWEEP_PARAM_INT,
+     BATCHING_DEFAULT(MEMSWEEP_DEFAULT_ACCUMULATION_STEPS),
      "micro-batches per optimizer step (effective batch = micro_batch_size x this)", 0},
-    {"seq_len", MEMSWEEP_PARAM_INT, "256",
+    {"seq_len", MEMSWEEP_PARAM_INT, BATCHING_DEFAULT(MEMSWEEP_DEFAULT_SEQ_LEN),
      "maximum tokens per row; longer documents are truncated (max_seq_length)", 0},
     {"padding", MEMSWEEP_PARAM_STRING, "\"longest\"",
      "\"longest\": pad each micro-batch to its longest row; \"max_length\": always to seq_len", 0},

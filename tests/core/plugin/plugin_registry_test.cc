@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/plugin/param_validation.h"
+#include "core/config/plugin_params_validation.h"
 #include "core/config/config_error.h"
 #include "memsweep/build_fingerprint.h"
 
@@ -93,7 +93,7 @@ TEST_F(FixtureRegistryTest, ValidatesParametersAgainstTheSchema) {
   const std::string source = "exp.toml";
   auto validate = [&](const std::string& text) {
     const toml::table table = toml::parse(text, source);
-    return ValidateParams(good, table, source, "[[strategies.callbacks]]");
+    return config::ValidateParams(good, table, source, "[[strategies.callbacks]]");
   };
   const PluginParams params = validate("plugin = \"fixture-good\"\nmust = 3\nlimit = \"2KiB\"\n");
   EXPECT_EQ(params.Int("must"), 3);

@@ -1,9 +1,9 @@
-// The op-by-op AdamW update in slices (core/train/adamw_composite.h), what CUDA tensors take:
+// The op-by-op AdamW update in slices (core/sdk/adamw_composite.h), what CUDA tensors take:
 // slicing leaves every bit of p, m and v as one pass over the whole tensor leaves it (each element
 // sees the same ops in the same order), in both layouts it slices (the flat view of contiguous
 // tensors, rows of strided ones), and its temporaries stay the size of a slice, measured by the
 // tracking allocator on tensors of known size.
-#include "core/train/adamw_composite.h"
+#include "core/sdk/adamw_composite.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

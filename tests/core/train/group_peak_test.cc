@@ -6,7 +6,7 @@
 
 #include <ATen/ATen.h>
 
-#include "core/dist/process_group.h"
+#include "core/comm/process_group.h"
 #include "core/env/cpu_gemm.h"
 #include "core/env/gemm_calibration.h"
 #include "core/env/threads.h"

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "core/dist/rank_env.h"
+#include "core/comm/rank_env.h"
 #include "memsweep/collectives.h"
 
 namespace memsweep::dist {

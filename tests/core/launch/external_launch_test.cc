@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dist/rank_env.h"
+#include "core/comm/rank_env.h"
 #include "support/cli_runner.h"
 #include "support/run_configs.h"
 

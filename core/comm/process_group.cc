@@ -1,6 +1,6 @@
-#include "core/dist/process_group.h"
+#include "core/comm/process_group.h"
 
-#include "core/dist/nccl_communicator.h"
+#include "core/comm/nccl_communicator.h"
 
 // ProcessGroupGloo.hpp is only compiled in with USE_C10D_GLOO (set when LibTorch was built
 // with Gloo, as Debian's is); its Gloo headers come from libgloo-dev.

@@ -1,4 +1,4 @@
-#include "core/dist/rank_results.h"
+#include "core/launch/rank_results.h"
 
 #include "core/train/result_fields.h"
 

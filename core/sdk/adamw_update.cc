@@ -8,7 +8,7 @@
 #include <array>
 #include <cmath>
 
-#include "core/train/adamw_composite.h"
+#include "core/sdk/adamw_composite.h"
 
 namespace memsweep {
 namespace {

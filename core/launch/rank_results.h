@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dist/process_group.h"
-#include "core/dist/rank_launcher.h"
+#include "core/comm/process_group.h"
+#include "core/launch/rank_launcher.h"
 #include "core/train/run_result.h"
 
 namespace memsweep::dist {

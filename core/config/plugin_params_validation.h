@@ -13,10 +13,10 @@
 #include "core/plugin/plugin_library.h"
 #include "memsweep/plugin_params.h"
 
-namespace memsweep::plugin {
+namespace memsweep::config {
 
 // `table` may contain "plugin" (the choice itself), which is not a parameter.
-PluginParams ValidateParams(const PluginLibrary& library, const toml::table& table,
+PluginParams ValidateParams(const plugin::PluginLibrary& library, const toml::table& table,
                             const std::string& source, const std::string& section);
 
-}  // namespace memsweep::plugin
+}  // namespace memsweep::config

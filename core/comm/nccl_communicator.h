@@ -10,7 +10,7 @@
 //   so comm_seconds is the collective's own time (no overlap with compute is modelled).
 //
 // Built only where LibTorch's NCCL headers are found (nccl.h from the wheel's nvidia-nccl
-// package): NcclAvailable() says whether this build has it.
+// package): env::NcclBuiltIn() (core/env/nccl_build.h) says whether this build has it.
 #pragma once
 
 #include <c10/core/Device.h>
@@ -19,15 +19,13 @@
 #include <chrono>
 #include <memory>
 
-#include "core/dist/process_group.h"
+#include "core/comm/process_group.h"
 
 namespace c10d {
 class Store;
 }
 
 namespace memsweep::dist {
-
-bool NcclAvailable();
 
 // Throws std::runtime_error in a build without NCCL.
 std::unique_ptr<CountingCommunicator> MakeNcclCommunicator(

@@ -8,7 +8,7 @@
 
 #include "memsweep/strategy.h"
 
-namespace memsweep::train {
+namespace memsweep::plugin {
 
 struct ActiveStrategy {
   std::string slot;
@@ -19,4 +19,4 @@ struct ActiveStrategy {
 
 using StrategySet = std::vector<ActiveStrategy>;
 
-}  // namespace memsweep::train
+}  // namespace memsweep::plugin

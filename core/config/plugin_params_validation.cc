@@ -1,4 +1,4 @@
-#include "core/plugin/param_validation.h"
+#include "core/config/plugin_params_validation.h"
 
 #include <optional>
 
@@ -6,7 +6,7 @@
 #include "core/config/toml_reader.h"
 #include "core/memory/byte_size.h"
 
-namespace memsweep::plugin {
+namespace memsweep::config {
 namespace {
 
 // Converts one TOML value to the parameter's type, or returns nullopt.
@@ -54,7 +54,7 @@ const char* Expected(MemsweepParamType type) {
 
 }  // namespace
 
-PluginParams ValidateParams(const PluginLibrary& library, const toml::table& table,
+PluginParams ValidateParams(const plugin::PluginLibrary& library, const toml::table& table,
                             const std::string& source, const std::string& section) {
   std::vector<std::string> allowed = {"plugin"};
   for (const auto& spec : library.params()) allowed.push_back(spec.name);
@@ -83,4 +83,4 @@ PluginParams ValidateParams(const PluginLibrary& library, const toml::table& tab
   return params;
 }
 
-}  // namespace memsweep::plugin
+}  // namespace memsweep::config

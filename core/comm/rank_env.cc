@@ -1,4 +1,4 @@
-#include "core/dist/rank_env.h"
+#include "core/comm/rank_env.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

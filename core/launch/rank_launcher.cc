@@ -1,4 +1,4 @@
-#include "core/dist/rank_launcher.h"
+#include "core/launch/rank_launcher.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "core/dist/rank_env.h"
+#include "core/comm/rank_env.h"
 #include "core/process/child_process.h"
 
 namespace memsweep::dist {

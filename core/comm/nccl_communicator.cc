@@ -1,4 +1,4 @@
-#include "core/dist/nccl_communicator.h"
+#include "core/comm/nccl_communicator.h"
 
 #include <stdexcept>
 
@@ -110,8 +110,6 @@ class NcclCommunicator final : public CountingCommunicator {
 
 }  // namespace
 #endif
-
-bool NcclAvailable() { return MEMSWEEP_NCCL != 0; }
 
 std::unique_ptr<CountingCommunicator> MakeNcclCommunicator(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size, c10::Device device,

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/dist/process_group.h"
+#include "core/comm/process_group.h"
 
 namespace memsweep::dist {
 namespace {
