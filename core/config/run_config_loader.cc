@@ -33,12 +33,6 @@ const std::vector<std::string> kModelKeys = {
     "head_dim",         "rope_theta",          "rms_norm_eps",        "tie_word_embeddings",
     "max_position_embeddings", "weights"};
 
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 const toml::table& Section(const toml::table& root, const std::string& name) {
   static const toml::table kEmpty;
   const toml::node* node = root.get(name);

@@ -5,13 +5,14 @@
 #include "core/config/config_error.h"
 
 namespace memsweep::config {
-namespace {
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
+
+namespace {
 
 const char* TypeName(const toml::node& node) {
   switch (node.type()) {

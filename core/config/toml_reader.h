@@ -16,6 +16,8 @@ namespace memsweep::config {
 
 // "file:line:column: " for a node (or "file: " without a position).
 std::string Where(const std::string& source, const toml::source_region& region);
+// "a, b, c": the allowed keys or values an error message lists.
+std::string Join(const std::vector<std::string>& items);
 
 class TableReader {
  public:
