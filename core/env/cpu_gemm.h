@@ -6,7 +6,7 @@
 //   native  LibTorch's kernel: MKL's sgemm. MKL runs its AVX-512 kernels on Intel processors
 //           only; on an AMD EPYC with AVX-512 it reaches ~210 GFLOP/s on two cores.
 //   onednn  oneDNN's fp32 matmul (env/onednn_matmul.h): fp32 accumulation like any fp32 GEMM, in
-//           oneDNN's order; ~470 GFLOP/s on the same AMD EPYC (docs/benchmarks.md). Needs
+//           oneDNN's order; ~470 GFLOP/s on the same EPYC (docs/benchmarks-history.md). Needs
 //           AVX-512 (avx512bw/vl/dq) or AVX-NE-CONVERT: OnednnFp32Usable(). Products up to
 //           kOnednnSmallestProduct (256³ multiply-adds) stay on MKL.
 //   auto    (default) onednn on processors that are not Intel's and where oneDNN may use AVX-512
@@ -24,8 +24,8 @@
 //   auto    (default) native where oneDNN can use AMX, or AVX512-BF16 on a processor that is
 //           not Intel's; upcast everywhere else. A rule, not a timing, so that every process on
 //           a machine — each rank, each cell — takes the same path and gives the same bits.
-//           Measured (docs/benchmarks.md): upcast beats native on AVX2 (~100x) and on an Intel
-//           Xeon with AVX512-BF16 without AMX (0.80x vs 0.57x of fp32); native beats upcast on
+//           Measured (docs/benchmarks-history.md): upcast beats native on AVX2 (~100x), on an
+//           Intel Xeon with AVX512-BF16 without AMX (0.80x vs 0.57x of fp32); native beats it on
 //           an AMD EPYC with AVX512-BF16 (3.7x vs 1.55x of MKL's fp32). The AMX rule follows
 //           oneDNN's own documentation and has not been measured here.
 //

@@ -1,7 +1,7 @@
 // OnednnMatmul: fp32 matrix products through oneDNN, the library LibTorch already carries for its
 // bf16 CPU GEMMs. LibTorch sends fp32 mm/addmm/bmm/baddbmm to MKL, whose fast AVX-512 kernels run
 // on Intel processors only: on an AMD EPYC with AVX-512 MKL's sgemm reaches ~210 GFLOP/s on two
-// cores where oneDNN's fp32 matmul reaches ~470 (docs/benchmarks.md, "fp32 matrix products").
+// cores where oneDNN's fp32 matmul reaches ~470 (docs/benchmarks-history.md, "Matrix products").
 // cpu_gemm.h decides when these run; this file only computes.
 //
 // Numerics: fp32 operands, fp32 accumulation, one fp32 result per element (oneDNN's default
@@ -24,7 +24,7 @@ bool OnednnFp32Usable();
 
 // Products of at most this many multiply-adds (all batches together) go to LibTorch's kernel:
 // oneDNN's first product in a process costs ~26 ms and each new shape ~0.3–0.9 ms of code
-// generation, while MKL computes a 256³ product in ~0.16 ms on the EPYC of docs/benchmarks.md
+// generation, while MKL computes a 256³ product in ~0.16 ms on the EPYC of benchmarks-history.md
 // (where oneDNN needs 0.09). The small preset's products are all ≥ 2048·512·512.
 inline constexpr int64_t kOnednnSmallestProduct = int64_t{1} << 24;  // 256³
 

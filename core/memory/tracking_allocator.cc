@@ -70,7 +70,7 @@ DeviceBudget& SimulatedDeviceBudget() { return TrackingAllocator::Instance(); }
 void KeepFreedPagesInTheHeap() {
   // glibc serves large requests (≥ 128 KiB, adapting up to 32 MiB) with a fresh mmap and gives
   // them back with munmap, and trims the heap's top: every training step would fault in and zero
-  // its activations' pages again (measured ~10% of a small-preset fp32 step, docs/benchmarks.md,
+  // its activations' pages again (~10% of a small-preset fp32 step, docs/benchmarks-history.md,
   // "CPU heap"). Serving everything from the heap and never trimming keeps the pages of the
   // previous step for the next. What tensors hold — every figure memsweep reports — is
   // unchanged; only the process's RSS keeps its high-water mark instead of shrinking.

@@ -36,7 +36,7 @@ TEST(Bf16AutocastTest, TrainsCloseToFp32WithSmallerSavedActivations) {
   EXPECT_EQ(bf16_run.memory.params_bytes, fp32_run.memory.params_bytes);
   EXPECT_EQ(bf16_run.memory.optimizer_bytes, fp32_run.memory.optimizer_bytes);
   // ... while what forward keeps for backward shrinks (partly: RMSNorm, the residual stream and
-  // the loss stay fp32 under autocast; see docs/benchmarks.md).
+  // the loss stay fp32 under autocast; see docs/benchmarks-history.md).
   EXPECT_LT(bf16_run.memory.saved_activations_bytes, fp32_run.memory.saved_activations_bytes)
       << bf16_run.memory.saved_activations_bytes << " vs " << fp32_run.memory.saved_activations_bytes;
   EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
