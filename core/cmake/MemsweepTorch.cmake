@@ -5,7 +5,8 @@
 #   MEMSWEEP_TORCH_LIBRARIES  what to link
 #   MEMSWEEP_CUDA             ON when the CUDA libraries are linked in (libtorch_cuda, libc10_cuda)
 #   MEMSWEEP_CUDA_SOURCE      how CUDA was found ("toolkit <dir>", "wheel headers", or why not)
-#   MEMSWEEP_CUDA_CRT_VERSION the nvidia-cuda-crt whose crt/ headers complete the wheel's
+#   MEMSWEEP_CUDA_CRT_VERSION, MEMSWEEP_CUDA_CCCL_VERSION
+#                             the nvidia-cuda-crt and -cccl whose crt/ and nv/ complete the wheel's
 #
 # MEMSWEEP_TORCH comes from -DMEMSWEEP_TORCH=..., else the environment variable of that name
 # (tools/build passes what tools/setup-deps printed).
@@ -76,19 +77,29 @@ else()
   # The wheel's nvidia-cuda-runtime has cuda_runtime.h but not the crt/ headers it includes: they
   # ship with nvcc, and on PyPI as nvidia-cuda-crt, which tools/setup-deps installs (the version in
   # tools/cuda-crt-version) into <cache>/cuda-crt-<version>/.
-  if(NOT MEMSWEEP_CUDA_CRT_VERSION)
-    file(READ ${PROJECT_SOURCE_DIR}/tools/cuda-crt-version MEMSWEEP_CUDA_CRT_VERSION)
-    string(STRIP "${MEMSWEEP_CUDA_CRT_VERSION}" MEMSWEEP_CUDA_CRT_VERSION)
-  endif()
+  # cuda_fp16.h (included by c10d's NCCL headers) includes <nv/target>, from CCCL
+  # (nvidia-cuda-cccl, tools/cuda-cccl-version), installed into the same folder.
+  foreach(_part CRT CCCL)
+    string(TOLOWER ${_part} _file)
+    if(NOT MEMSWEEP_CUDA_${_part}_VERSION)
+      file(READ ${PROJECT_SOURCE_DIR}/tools/cuda-${_file}-version MEMSWEEP_CUDA_${_part}_VERSION)
+      string(STRIP "${MEMSWEEP_CUDA_${_part}_VERSION}" MEMSWEEP_CUDA_${_part}_VERSION)
+    endif()
+  endforeach()
   set(_crt_version ${MEMSWEEP_CUDA_CRT_VERSION})
+  set(_headers_folder cuda-headers-${MEMSWEEP_CUDA_CRT_VERSION}-${MEMSWEEP_CUDA_CCCL_VERSION})
   set(_crt_hints ${_nvidia}/cu13/include)
   foreach(_cache_root "$ENV{XDG_CACHE_HOME}" "$ENV{HOME}/.cache")
     if(_cache_root)
-      list(APPEND _crt_hints ${_cache_root}/memsweep/cuda-crt-${_crt_version}/nvidia/cu13/include)
+      list(APPEND _crt_hints ${_cache_root}/memsweep/${_headers_folder}/nvidia/cu13/include)
     endif()
   endforeach()
-  find_path(MEMSWEEP_CUDA_CRT_INCLUDE crt/host_config.h HINTS ENV MEMSWEEP_CUDA_CRT_INCLUDE
+  find_path(MEMSWEEP_CUDA_CRT_INCLUDE NAMES crt/host_config.h HINTS ENV MEMSWEEP_CUDA_CRT_INCLUDE
             ${_crt_hints} NO_DEFAULT_PATH)
+  if(MEMSWEEP_CUDA_CRT_INCLUDE AND NOT EXISTS ${MEMSWEEP_CUDA_CRT_INCLUDE}/nv/target)
+    unset(MEMSWEEP_CUDA_CRT_INCLUDE CACHE)
+    set(MEMSWEEP_CUDA_CRT_INCLUDE "")
+  endif()
   if(NOT EXISTS ${_torch_lib}/libtorch_cuda.so
      OR NOT EXISTS ${_nvidia}/cu13/include/cuda_runtime_api.h)
     set(MEMSWEEP_CUDA OFF)
@@ -97,7 +108,8 @@ else()
     # The build goes on without CUDA rather than failing; --version says why.
     set(MEMSWEEP_CUDA OFF)
     string(CONCAT MEMSWEEP_CUDA_ABSENT "no CUDA toolkit, and the wheel's CUDA headers lack "
-           "crt/host_config.h: tools/setup-deps installs nvidia-cuda-crt==${_crt_version}")
+           "crt/ and nv/: tools/setup-deps installs nvidia-cuda-crt==${_crt_version} and "
+           "nvidia-cuda-cccl==${MEMSWEEP_CUDA_CCCL_VERSION}")
     set(MEMSWEEP_CUDA_SOURCE "none: ${MEMSWEEP_CUDA_ABSENT}")
   else()
     target_include_directories(memsweep_torch SYSTEM INTERFACE ${_nvidia}/cu13/include

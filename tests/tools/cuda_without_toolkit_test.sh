@@ -33,6 +33,18 @@ if ! cmake --build "$d" --target memsweep_cuda_header_sources 2>&1 | tail -n 40;
   echo "FAIL: a source that includes CUDA headers does not compile without a toolkit"
   exit 1
 fi
+# Every header those sources read (ninja's record of the compiler's dependencies): none may come
+# from a toolkit copy the compiler finds on its own (some images put CUDA's headers in
+# /usr/local/include, where a machine without the toolkit has none).
+deps=$(ninja -C "$d" -t deps)
+headers=$(grep -cE '^ +/' <<<"$deps" || true)
+echo "the CUDA sources read $headers headers"
+[ "$headers" -gt 100 ] || { echo "FAIL: ninja recorded no headers for them"; exit 1; }
+if grep -E '^ +/usr/local/(include|cuda)' <<<"$deps" | sort -u | head -5 | grep .; then
+  echo "FAIL: headers above came from outside the wheel and memsweep's cache (a toolkit copy);" \
+       "a machine without the toolkit lacks them"
+  exit 1
+fi
 objects=$(find "$d" -path '*memsweep_cuda_header_sources.dir*' -name '*.o' | wc -l)
 echo "compiled $objects translation units with CUDA or c10d-NCCL headers, without a toolkit"
 [ "$objects" -ge 2 ] || { echo "FAIL: expected at least 2 (cuda_meter.cc, nccl_communicator.cc)"; exit 1; }
