@@ -25,6 +25,109 @@ std::vector<GpuModel> Build() {
        .smi_source = "nvidia-smi '6144MiB' on an RTX 3060 Laptop (6G), "
                      "github.com/kwonathan/language-models-trajectory-generators/issues/3",
        .nominal_gib = 6},
+      {.name = "rtx2080",
+       .product = "NVIDIA GeForce RTX 2080",
+       .total_bytes = MiB(7987),   // 7.80 GiB
+       .context_bytes = MiB(162),  // t4's 141 MiB x 46/40 SMs
+       .source = "total: OOM '7.80 GiB total capacity' on an 'Nvidia 2080 8GB' under Ubuntu 16, "
+                 "github.com/zju3dv/mvpose/issues/76; context: estimate = the T4 figure (same "
+                 "TU104 chip, sm_75) scaled by SMs, 141 MiB x 46/40",
+       .smi_total_bytes = MiB(8192),
+       .smi_source = "stand-in: nvidia-smi 'FB Memory Usage Total 8192 MiB' on an RTX 2080 SUPER "
+                     "(same TU104, 8 GB; drivers 595.71.05 and 610.57.04, Linux), "
+                     "github.com/utkuozdemir/nvidia_gpu_exporter internal/captures",
+       .nominal_gib = 8},
+      {.name = "rtx3070",
+       .product = "NVIDIA GeForce RTX 3070",
+       .total_bytes = MiB(7967),   // 7.78 GiB
+       .context_bytes = MiB(179),  // 7.39 GiB - 7.21 GiB - 5.22 MiB
+       .source = "OOM on an RTX 3070: 'total capacty of 7.78 GiB', 7.39 GiB in use - 7.21 GiB - "
+                 "5.22 MiB, github.com/meta-llama/codellama/issues/82",
+       .smi_total_bytes = MiB(8192),
+       .smi_source = "nvidia-smi '8192MiB' on an RTX 3070 (driver 570.195.03), "
+                     "github.com/ace-step/ACE-Step/issues/344",
+       .nominal_gib = 8},
+      {.name = "rtx4060",
+       .product = "NVIDIA GeForce RTX 4060",
+       .total_bytes = MiB(7813),   // 7.63 GiB
+       .context_bytes = MiB(109),  // 7.61 GiB - 7.34 GiB - 167.80 MiB
+       .source = "OOM on an RTX 4060 laptop under Pop!_OS: 'total capacty of 7.63 GiB', 7.61 GiB "
+                 "in use - 7.34 GiB - 167.80 MiB, "
+                 "github.com/robbyant-research/MagicQuill/issues/126 (laptop part, same AD107 "
+                 "and 8 GB; desktop card unverified)",
+       .smi_total_bytes = MiB(8188),
+       .smi_source = "nvidia-smi '8188MiB' on a desktop MSI RTX 4060 8 GB (driver 591.86), "
+                     "github.com/HawaiiBeach/TinyNvidiaUpdateChecker/issues/263",
+       .nominal_gib = 8},
+      {.name = "rtx3080-10gb",
+       .product = "NVIDIA GeForce RTX 3080",
+       .total_bytes = MiB(10015),  // 9.78 GiB
+       .context_bytes = MiB(224),  // see a10g
+       .source = "total: OOM '9.78 GiB total capacity' on an RTX 3080, "
+                 "github.com/zai-org/CogVideo/issues/34; context: estimate = A10 figure (GA102, "
+                 "sm_86), github.com/zai-org/CogVLM/issues/236",
+       .smi_total_bytes = MiB(10240),
+       .smi_source = "estimate: the full 10 GiB, as nvidia-smi shows the full DRAM on the other "
+                     "GeForce Ampere cards here (rtx3070 8192MiB, rtx3060-12gb 12288MiB)",
+       .nominal_gib = 10},
+      {.name = "rtx3060-12gb",
+       .product = "NVIDIA GeForce RTX 3060",
+       .total_bytes = MiB(12032),  // 11.75 GiB
+       .context_bytes = MiB(179),  // see rtx3070
+       .source = "total: OOM '11.75 GiB total capacity' on a 12 GB RTX 3060 under GNOME, "
+                 "github.com/smy20011/dreambooth-gui/issues/78; context: estimate = the rtx3070 "
+                 "figure (sm_86, GA104 with 46 SMs against GA106's 28)",
+       .smi_total_bytes = MiB(12288),
+       .smi_source = "nvidia-smi '12288MiB' on an RTX 3060 12 GB (driver 580.95.05), "
+                     "github.com/geerlingguy/raspberry-pi-pcie-devices/issues/790",
+       .nominal_gib = 12},
+      {.name = "rtx4070",
+       .product = "NVIDIA GeForce RTX 4070",
+       .total_bytes = MiB(11981),  // 11.70 GiB
+       .context_bytes = MiB(236),  // see l4
+       .source = "total: estimate = OOM '11.70 GiB total capacity' on an RTX 4070 Ti (same AD104 "
+                 "and 12 GB, same nvidia-smi total; driver 545.23.08), "
+                 "github.com/Kwai-Kolors/Kolors/issues/11; context: estimate = L4 figure (AD104 "
+                 "with 58 SMs against 46), github.com/ArcInstitute/evo2/issues/190",
+       .smi_total_bytes = MiB(12282),
+       .smi_source = "nvidia-smi '12282MiB' on an RTX 4070 (driver 550.40.07), "
+                     "github.com/Frogging-Family/nvidia-all/pull/212",
+       .nominal_gib = 12},
+      {.name = "rtx-a4000",
+       .product = "NVIDIA RTX A4000",
+       .total_bytes = MiB(15985),  // 15.61 GiB
+       .context_bytes = MiB(210),  // 15.51 GiB - 15.01 GiB - 301.92 MiB
+       .source = "OOM on an RTX A4000: 'total capacity of 15.61 GiB', 15.51 GiB in use - 15.01 GiB "
+                 "- 301.92 MiB, github.com/DengKaiCQ/VGGT-Long/issues/6",
+       .smi_total_bytes = MiB(16376),
+       .smi_source = "nvidia-smi '16376MiB' on an RTX A4000 (driver 580.95.05), "
+                     "github.com/geerlingguy/raspberry-pi-pcie-devices/issues/791",
+       .nominal_gib = 16},
+      {.name = "rtx4060ti-16gb",
+       .product = "NVIDIA GeForce RTX 4060 Ti",
+       .total_bytes = MiB(15923),  // 15.55 GiB
+       .context_bytes = MiB(256),  // 15.38 GiB - 14.87 GiB - 266.35 MiB
+       .source = "OOM on a 16 GB RTX 4060 Ti: 'total capacity of 15.55 GiB', 15.38 GiB in use - "
+                 "14.87 GiB - 266.35 MiB (that process used CUDA graphs), "
+                 "github.com/boson-ai/higgs-audio/issues/48",
+       .smi_total_bytes = MiB(16376),
+       .smi_source = "estimate: '16376 MiB' as on the other 16 GB cards here (RTX 4080 SUPER, "
+                     "RTX A4000)",
+       .nominal_gib = 16},
+      {.name = "rtx4080",
+       .product = "NVIDIA GeForce RTX 4080",
+       .total_bytes = MiB(15942),  // FB total 16376 MiB - reserved 434 MiB
+       .context_bytes = MiB(504),  // see rtx4090
+       .source = "total: estimate = nvidia-smi 'FB Memory Usage' Total 16376 MiB - Reserved "
+                 "434 MiB on an RTX 4080 SUPER (same AD103 and 16 GB; driver 595.71.05, Fedora), "
+                 "github.com/utkuozdemir/nvidia_gpu_exporter internal/captures (on the H200 that "
+                 "difference equals the total memsweep measured, to 1 MiB); context: estimate = "
+                 "RTX 4090 figure (AD102, sm_89), github.com/3DTopia/Phidias-Diffusion/issues/8",
+       .smi_total_bytes = MiB(16376),
+       .smi_source = "stand-in: nvidia-smi 'FB Memory Usage Total 16376 MiB' on an RTX 4080 SUPER "
+                     "(same AD103 and 16 GB), github.com/utkuozdemir/nvidia_gpu_exporter "
+                     "internal/captures",
+       .nominal_gib = 16},
       {.name = "t4",
        .product = "Tesla T4",
        .total_bytes = MiB(15095),
