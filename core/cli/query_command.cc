@@ -17,7 +17,14 @@ int Query(const QueryOptions& options) {
     std::cout << results::FormatQueryResult(result, format);
     if (format == results::OutputFormat::kTable) {
       const size_t rows = result.rows.size();
-      std::cout << "(" << rows << (rows == 1 ? " row)\n" : " rows)\n");
+      std::cout << "(" << rows << (rows == 1 ? " row" : " rows");
+      const size_t cut = results::CutTableValues(result, {.whole_last_column = true});
+      if (cut > 0) {
+        std::cout << "; " << cut << (cut == 1 ? " value" : " values")
+                  << " cut at 60 characters: the last column is shown whole, --format csv or "
+                     "json shows every value whole";
+      }
+      std::cout << ")\n";
     }
     return 0;
   } catch (const results::ResultsError& e) {

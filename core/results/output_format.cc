@@ -45,18 +45,20 @@ std::string HumanReal(double value) {
   return text == "-0" ? "0" : text;
 }
 
-std::string PrintableText(const std::string& text) {
+// `text` for a table cell: line breaks as "\n" (or kept, `keep_lines`), CR and tab as spaces,
+// cut to kMaxTableCellWidth columns unless `whole`.
+std::string PrintableText(const std::string& text, bool whole = false, bool keep_lines = false) {
   std::string out;
   for (char c : text) {
     if (c == '\n') {
-      out += "\\n";
+      out += keep_lines ? "\n" : "\\n";
     } else if (c == '\r' || c == '\t') {
       out += ' ';
     } else {
       out += c;
     }
   }
-  if (DisplayWidth(out) <= kMaxTableCellWidth) return out;
+  if (whole || DisplayWidth(out) <= kMaxTableCellWidth) return out;
   std::string cut;
   size_t width = 0;
   for (char c : out) {
@@ -67,16 +69,33 @@ std::string PrintableText(const std::string& text) {
   return cut + "...";
 }
 
+// `whole`: the last column of a table whose last column runs long (TableOptions).
 std::string TableCell(const std::optional<std::string>& value, ValueKind kind,
-                      const std::string& column) {
+                      const std::string& column, bool whole = false) {
   if (!value) return "";
   switch (kind) {
     case ValueKind::kInteger:
       if (EndsWith(column, "_bytes")) return memory::FormatBytes(std::stoll(*value));
       return *value;
     case ValueKind::kReal: return HumanReal(std::strtod(value->c_str(), nullptr));
-    default: return PrintableText(*value);
+    default: return PrintableText(*value, whole, whole);
   }
+}
+
+bool IsCut(const std::optional<std::string>& value, ValueKind kind) {
+  if (!value || kind == ValueKind::kInteger || kind == ValueKind::kReal) return false;
+  return DisplayWidth(PrintableText(*value, /*whole=*/true)) > kMaxTableCellWidth;
+}
+
+// The widest line of `text`.
+size_t WidestLine(const std::string& text) {
+  size_t widest = 0, start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    widest = std::max(widest, DisplayWidth(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  return widest;
 }
 
 bool IsNumeric(ValueKind kind) { return kind == ValueKind::kInteger || kind == ValueKind::kReal; }
@@ -114,7 +133,7 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
   return std::nullopt;
 }
 
-std::string FormatTable(const QueryResult& result) {
+std::string FormatTable(const QueryResult& result, const TableOptions& options) {
   const size_t columns = result.columns.size();
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> widths(columns);
@@ -124,21 +143,34 @@ std::string FormatTable(const QueryResult& result) {
     std::vector<std::string> line;
     for (size_t c = 0; c < columns; ++c) {
       const ValueKind kind = result.kinds[r][c];
-      line.push_back(TableCell(result.rows[r][c], kind, result.columns[c]));
-      widths[c] = std::max(widths[c], DisplayWidth(line.back()));
+      const bool whole = options.whole_last_column && c + 1 == columns;
+      line.push_back(TableCell(result.rows[r][c], kind, result.columns[c], whole));
+      // A whole last column runs past its rule: nothing follows it.
+      widths[c] = std::max(widths[c], whole ? std::min(WidestLine(line.back()), kMaxTableCellWidth)
+                                            : DisplayWidth(line.back()));
       if (kind != ValueKind::kNull && !IsNumeric(kind)) right_aligned[c] = false;
     }
     cells.push_back(std::move(line));
   }
   const auto append_line = [&](std::string& out, const std::vector<std::string>& line) {
     std::string text;
+    size_t indent = 0;  // where the last column starts
     for (size_t c = 0; c < columns; ++c) {
-      const std::string padding(widths[c] - DisplayWidth(line[c]), ' ');
       if (c > 0) text += "  ";
+      if (c + 1 == columns) indent = DisplayWidth(text);
+      const size_t width = DisplayWidth(line[c]);
+      const std::string padding(widths[c] > width ? widths[c] - width : 0, ' ');
       text += right_aligned[c] ? padding + line[c] : line[c] + padding;
     }
-    text.erase(text.find_last_not_of(' ') + 1);
-    out += text + "\n";
+    // A whole last column's further lines start under its first.
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t end = std::min(text.find('\n', start), text.size());
+      std::string piece = text.substr(start, end - start);
+      piece.erase(piece.find_last_not_of(' ') + 1);
+      out += (start == 0 || piece.empty() ? "" : std::string(indent, ' ')) + piece + "\n";
+      start = end + 1;
+    }
   };
   std::string out;
   append_line(out, result.columns);
@@ -176,9 +208,21 @@ nlohmann::ordered_json QueryResultToJson(const QueryResult& result) {
   return rows;
 }
 
+size_t CutTableValues(const QueryResult& result, const TableOptions& options) {
+  size_t cut = 0;
+  const size_t columns = result.columns.size();
+  for (size_t r = 0; r < result.rows.size(); ++r) {
+    for (size_t c = 0; c < columns; ++c) {
+      if (options.whole_last_column && c + 1 == columns) continue;
+      if (IsCut(result.rows[r][c], result.kinds[r][c])) ++cut;
+    }
+  }
+  return cut;
+}
+
 std::string FormatQueryResult(const QueryResult& result, OutputFormat format) {
   switch (format) {
-    case OutputFormat::kTable: return FormatTable(result);
+    case OutputFormat::kTable: return FormatTable(result, TableOptions{.whole_last_column = true});
     case OutputFormat::kCsv: return FormatCsv(result);
     case OutputFormat::kJson:
       return QueryResultToJson(result).dump(2, ' ', false,

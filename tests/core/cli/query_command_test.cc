@@ -40,6 +40,26 @@ TEST(QueryCommandTest, PrintsRowsInEachFormat) {
             "(1 row)\n");
 }
 
+// A long error, last in the select list, is printed whole; a value cut elsewhere is counted
+// under the table with the way to read it whole.
+TEST(QueryCommandTest, TheLastColumnIsShownWhole) {
+  const std::string db = FreshDbPath();
+  BuildAblationDb(db);
+  const std::string error =
+      "memsweep device out of memory. Tried to allocate 512.00 KiB; 23.54 MiB allocated of a "
+      "24.00 MiB budget in forward of step 0";
+  auto out = RunMemsweep("query --db " + db + " \"SELECT 1 AS cell, '" + error + "' AS error\"");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("   1  " + error + "\n(1 row)\n"), std::string::npos) << out.output;
+
+  out = RunMemsweep("query --db " + db + " \"SELECT '" + error + "' AS error, 1 AS cell\"");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("(1 row; 1 value cut at 60 characters: the last column is shown "
+                            "whole, --format csv or json shows every value whole)\n"),
+            std::string::npos)
+      << out.output;
+}
+
 TEST(QueryCommandTest, BadSqlExitsTwoWithSqlitesMessage) {
   const std::string db = FreshDbPath();
   BuildAblationDb(db);

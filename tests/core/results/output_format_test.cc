@@ -77,6 +77,27 @@ TEST(OutputFormatTest, TableCutsLongValues) {
   EXPECT_EQ(table.find(std::string(58, 'x')), std::string::npos) << table;
 }
 
+// `memsweep query`'s tables: the last column (an error, typically) runs as long as it is, its
+// further lines under its first; other columns are still cut, and the cuts are counted.
+TEST(OutputFormatTest, AWholeLastColumnRunsLongAndKeepsItsLineBreaks) {
+  const QueryResult result = Select(
+      "SELECT 'oom' AS status, printf('%.100c', 'x') AS note, "
+      "printf('%.100c', 'y') || char(10) || 'second line' AS error");
+  const std::string table = FormatTable(result, {.whole_last_column = true});
+  EXPECT_NE(table.find(std::string(57, 'x') + "...  " + std::string(100, 'y') + "\n"),
+            std::string::npos) << table;
+  // Under the column's start: "status" (6) + 2 + the note's 60 + 2.
+  EXPECT_NE(table.find("\n" + std::string(70, ' ') + "second line\n"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("------  " + std::string(60, '-') + "  " + std::string(60, '-') + "\n"),
+            std::string::npos) << table;
+  EXPECT_EQ(CutTableValues(result, {.whole_last_column = true}), 1u);
+  EXPECT_EQ(CutTableValues(result), 2u);
+  EXPECT_EQ(FormatQueryResult(result, OutputFormat::kTable), table);
+  // Without the option, as before: cut, line breaks shown as \n.
+  EXPECT_EQ(FormatTable(result).find(std::string(58, 'y')), std::string::npos);
+}
+
 TEST(OutputFormatTest, RealTextIsShortestRoundTrip) {
   EXPECT_EQ(RealToText(0.5), "0.5");
   EXPECT_EQ(RealToText(2.0), "2.0");
