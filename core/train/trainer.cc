@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <tuple>
 
@@ -161,8 +162,10 @@ class RunLoop {
     context_.host_pool = host_pool;
     context_.device = device_;
     context_.device_memory = &meter;
-    context_.record = [&result](const std::string& name, double value) {
-      result.plugin_metrics[name] += value;
+    // Figures recorded in a stage or step count once it has completed (Commit): a run that
+    // fails keeps the figures of what completed, as its per-step rows do (docs/results.md).
+    context_.record = [this](const std::string& name, double value) {
+      uncommitted_[name] += value;
     };
     context_.record_step = [this](const std::string& name, double value) {
       if (current_step_ != nullptr) current_step_->metrics[name] = value;
@@ -171,13 +174,21 @@ class RunLoop {
 
   void Run() {
     Environment();
+    Commit();
     Model();
+    Commit();
     Data();
+    Commit();
     Optimizer();
+    Commit();
     StepTimer timer(device_);
-    for (int64_t step = 0; step < cfg_.experiment.steps; ++step) Step(step, timer);
+    for (int64_t step = 0; step < cfg_.experiment.steps; ++step) {
+      Step(step, timer);
+      Commit();
+    }
     stages_.Begin(Stage::kRunEnd, cfg_.experiment.steps);
     stages_.End();
+    Commit();
   }
 
  private:
@@ -337,9 +348,16 @@ class RunLoop {
     record.seconds = timer.Stop();
     record.peak_allocated_bytes = probe_.StepPeak();
     current_step_ = nullptr;
+    stages_.End();
+    // The step counts once its last hook has run: one that throws fails the run at this step.
     result_.steps.push_back(record);
     if (on_step_) on_step_(result_.steps.back());
-    stages_.End();
+  }
+
+  // The figures recorded since the last completed stage or step join the run's.
+  void Commit() {
+    for (const auto& [name, value] : uncommitted_) result_.plugin_metrics[name] += value;
+    uncommitted_.clear();
   }
 
   // step_begin: learning rate and this step's micro-batches. The loss of every micro-batch is
@@ -424,6 +442,7 @@ class RunLoop {
   RunContext context_;
   StageMarks stages_;
   StepRecord* current_step_ = nullptr;  // the step being run, for record_step
+  std::map<std::string, double> uncommitted_;  // record()ed in the stage or step running now
   ShardingStrategy* sharding_ = nullptr;
   const ActiveStrategy* sharding_plugin_ = nullptr;
   bool sharded_step_ = false;

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <stdexcept>
+
+#include "core/config/strategy_resolver.h"
 #include "core/memory/tracking_allocator.h"
+#include "memsweep/strategy.h"
 #include "support/run_configs.h"
 
 namespace memsweep::train {
@@ -113,6 +118,52 @@ TEST(TrainerTest, RecordsThroughputAndTimeline) {
   ASSERT_EQ(r.plugins.size(), 7u);  // one per slot, no callbacks
   EXPECT_EQ(r.plugins.front().slot, "allocator");
   EXPECT_EQ(r.plugins.front().name, "default");
+}
+
+// A callback that records a run figure and a step figure in every step, and throws at the end of
+// `stage` of step `at_step`.
+class FailingRecorder final : public CallbackStrategy {
+ public:
+  FailingRecorder(Stage stage, int64_t at_step) : stage_(stage), at_step_(at_step) {}
+  void OnStageBegin(Stage stage, RunContext& ctx) override {
+    if (stage == Stage::kEnvironment) ctx.record("recorder.set_up", 1.0);
+    if (stage == Stage::kStepBegin) {
+      ctx.record("recorder.steps", 1.0);
+      ctx.record_step("recorder.step", static_cast<double>(ctx.step));
+    }
+  }
+  void OnStageEnd(Stage stage, RunContext& ctx) override {
+    if (stage == Stage::kForward) ctx.record("recorder.forwards", 1.0);
+    if (stage == stage_ && ctx.step == at_step_) {
+      throw std::runtime_error("recorder fails at step " + std::to_string(at_step_));
+    }
+  }
+
+ private:
+  Stage stage_;
+  int64_t at_step_;
+};
+
+// A run a plugin fails keeps what completed: the steps before the failing one, and the plugin
+// figures recorded up to there — the per-step rows and the run's sums agree.
+TEST(TrainerTest, AFailedRunKeepsTheFiguresOfTheStepsItCompleted) {
+  for (const Stage stage : {Stage::kForward, Stage::kStepEnd}) {
+    SCOPED_TRACE(StageName(stage));
+    const config::RunConfig cfg = TinyRun(4);
+    StrategySet set = config::InstantiateStrategies(cfg);
+    set.push_back({"callbacks", "failing-recorder", "1.0", std::make_shared<FailingRecorder>(stage, 2)});
+    const RunResult r = Trainer(cfg, std::move(set)).Run();
+    ASSERT_EQ(r.status, RunStatus::kFailed);
+    EXPECT_NE(r.error.find("recorder fails at step 2"), std::string::npos) << r.error;
+    ASSERT_EQ(r.steps.size(), 2u);
+    EXPECT_EQ(r.summary.steps_completed, 2);
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      EXPECT_EQ(r.steps[i].metrics.at("recorder.step"), static_cast<double>(i));
+    }
+    EXPECT_EQ(r.plugin_metrics.at("recorder.set_up"), 1.0);
+    EXPECT_EQ(r.plugin_metrics.at("recorder.steps"), 2.0);
+    EXPECT_EQ(r.plugin_metrics.at("recorder.forwards"), 2.0);  // one micro-batch per step
+  }
 }
 
 }  // namespace
