@@ -177,7 +177,9 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
   if (options.in_process_worker) {
     spdlog::info("cells on the CPU start as forks of this runner (--exec-workers: new processes)");
   }
-  ProgressLine progress(options.progress_line, summary.cells);
+  ProgressLine progress(
+      options.progress_line ? ProgressLine::Mode::kTerminal : ProgressLine::Mode::kLog,
+      summary.cells);
 
   for (size_t i = 0; i < plan.cells.size(); ++i) {
     const experiment::Cell& cell = plan.cells[i];
@@ -202,10 +204,14 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     const WorkerFiles files{paths.cell.string(), plan.source, paths.result.string(),
                             paths.summary.string()};
     const auto child = StartWorker(cell, files, options, self, paths.stderr_file.string());
+    // The stop check runs every ~100 ms while the cell runs: the progress ticks with it.
     const CellExit exit = child->Wait(
         options.cell_timeout_seconds,
         [&progress](const std::string& line) { progress.WorkerLine(line); },
-        [&options] { return options.stop != nullptr && options.stop->load(); });
+        [&options, &progress] {
+          progress.Tick();
+          return options.stop != nullptr && options.stop->load();
+        });
 
     if (exit.kind == CellExitKind::kInterrupted) {
       db.ReturnToPending(run_id);

@@ -43,7 +43,9 @@ struct SweepOptions {
   Rerun rerun = Rerun::kNone;
   double cell_timeout_seconds = 1800.0;
   std::string work_dir;    // worker files (cell TOML, result JSON, stderr); default beside the db
-  bool progress_line = false;  // a single updating progress line (for terminals)
+  // A single updating progress line (for terminals); false: a log line at least every 10 s
+  // while a cell runs (pipes, files: progress_line.h).
+  bool progress_line = false;
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler to stop the sweep
   // The worker's code, run in a fork of the runner (no exec) for cells on the CPU, so that a
   // cell does not pay for loading LibTorch again. Unset, or for CUDA cells ([device] type
