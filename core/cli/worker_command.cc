@@ -12,6 +12,7 @@
 #include "core/launch/rank_launcher.h"
 #include "core/launch/rank_results.h"
 #include "core/experiment/cell.h"
+#include "core/memory/rss.h"
 #include "core/report/run_report.h"
 #include "core/sweep/cell_process.h"
 #include "core/train/trainer.h"
@@ -59,9 +60,14 @@ int RunCell(const WorkerOptions& options, config::ValidatedRun run,
     if (rank == 0) {
       trainer.OnStep([&cfg](const train::StepRecord& s) {
         const double tokens_per_s = s.seconds > 0 ? s.tokens / s.seconds : 0.0;
-        std::printf("progress %lld %lld %.1f %lld\n", static_cast<long long>(s.step + 1),
+        // The host figures let the runner say how much host memory a worker had taken if the
+        // host's OOM killer ends it (core/sweep/progress_line.h).
+        std::printf("progress %lld %lld %.1f %lld %lld %lld\n",
+                    static_cast<long long>(s.step + 1),
                     static_cast<long long>(cfg.experiment.steps), tokens_per_s,
-                    static_cast<long long>(s.peak_allocated_bytes));
+                    static_cast<long long>(s.peak_allocated_bytes),
+                    static_cast<long long>(memory::PeakRssBytes()),
+                    static_cast<long long>(s.host_pool_peak_bytes));
         std::fflush(stdout);
       });
     }

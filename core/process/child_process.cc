@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,11 +21,12 @@
 namespace memsweep::process {
 namespace {
 
-ExitStatus StatusOf(int wait_status) {
+ExitStatus StatusOf(int wait_status, const rusage& usage) {
   ExitStatus status;
   status.signaled = WIFSIGNALED(wait_status);
   status.signal = status.signaled ? WTERMSIG(wait_status) : 0;
   status.code = status.signaled ? 0 : WEXITSTATUS(wait_status);
+  status.max_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
   return status;
 }
 
@@ -130,7 +132,8 @@ ChildProcess::~ChildProcess() {
 std::optional<ExitStatus> ChildProcess::Poll() {
   if (status_) return status_;
   int wait_status = 0;
-  if (waitpid(pid_, &wait_status, WNOHANG) == pid_) status_ = StatusOf(wait_status);
+  rusage usage{};
+  if (wait4(pid_, &wait_status, WNOHANG, &usage) == pid_) status_ = StatusOf(wait_status, usage);
   return status_;
 }
 
@@ -150,8 +153,9 @@ ExitStatus ChildProcess::Kill() {
   if (Poll()) return *status_;
   kill(pid_, SIGKILL);
   int wait_status = 0;
-  waitpid(pid_, &wait_status, 0);
-  status_ = StatusOf(wait_status);
+  rusage usage{};
+  wait4(pid_, &wait_status, 0, &usage);
+  status_ = StatusOf(wait_status, usage);
   return *status_;
 }
 

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -34,6 +35,8 @@ struct ExitStatus {
   bool signaled = false;
   int code = 0;    // exit code (signaled == false)
   int signal = 0;  // the signal that ended it (signaled == true)
+  // The child's peak resident set (the kernel's ru_maxrss), however it ended; 0 when unknown.
+  int64_t max_rss_bytes = 0;
 };
 
 class ChildProcess {

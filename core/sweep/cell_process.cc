@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -17,6 +18,16 @@ constexpr double kKillGraceSeconds = 2.0;
 constexpr size_t kStderrTailBytes = 2000;
 
 }  // namespace
+
+int64_t KernelOomKills() {
+  std::ifstream in("/proc/vmstat");
+  std::string name;
+  int64_t value = 0;
+  while (in >> name >> value) {
+    if (name == "oom_kill") return value;
+  }
+  return -1;
+}
 
 std::string SelfExecutable() {
   char buffer[PATH_MAX];
@@ -97,6 +108,7 @@ CellExit CellProcess::Wait(double timeout_seconds,
       return result;
     }
   }
+  result.max_rss_bytes = status->max_rss_bytes;
   if (status->signaled) {
     result.kind = CellExitKind::kSignaled;
     result.signal = status->signal;

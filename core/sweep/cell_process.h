@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,6 +38,7 @@ struct CellExit {
   int signal = 0;
   double seconds = 0.0;
   std::string stderr_tail;  // the last lines the child wrote to stderr
+  int64_t max_rss_bytes = 0;  // the child's peak resident set (ru_maxrss); 0 when unknown
   std::string Describe() const;  // "exit code 1", "crashed: signal 6 (Aborted)", ...
 };
 
@@ -60,6 +62,11 @@ class CellProcess {
   std::unique_ptr<process::ChildProcess> child_;
   std::string stderr_path_;
 };
+
+// How many processes the kernel's OOM killer has ended on this machine since it booted (the
+// oom_kill line of /proc/vmstat, Linux >= 4.13), or -1 when unknown. Read before and after a cell
+// it says whether the OOM killer ran meanwhile.
+int64_t KernelOomKills();
 
 // The path of the running memsweep binary (/proc/self/exe).
 std::string SelfExecutable();

@@ -1,5 +1,6 @@
 #include "core/sweep/sweep_runner.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "core/experiment/toml_json.h"
@@ -67,7 +69,46 @@ struct Outcome {
   std::optional<nlohmann::json> result;
 };
 
-Outcome Judge(const CellExit& exit, const std::string& result_path, double timeout_seconds) {
+// What the runner knows of a worker's host memory when it is killed: its peak resident set
+// (from the kernel, else from its last progress line) and its host pool's peak.
+std::string HostFigures(const CellExit& exit, const std::optional<WorkerProgress>& last) {
+  std::string text;
+  const int64_t rss = exit.max_rss_bytes > 0 ? exit.max_rss_bytes
+                      : last && last->peak_rss_bytes > 0 ? last->peak_rss_bytes
+                                                         : 0;
+  if (rss > 0) text += "peak_rss_bytes " + memory::FormatBytes(rss);
+  if (last && last->host_pool_peak_bytes >= 0) {
+    text += std::string(text.empty() ? "" : ", ") + "host_pool_peak_bytes " +
+            memory::FormatBytes(last->host_pool_peak_bytes) + " at step " +
+            std::to_string(last->step) + "/" + std::to_string(last->steps);
+  }
+  return text;
+}
+
+// A worker ended by SIGKILL that the runner did not send: on Linux that is most often the host's
+// OOM killer. Says so, whether the kernel counted an OOM kill meanwhile, and the host figures.
+std::string DescribeKilledWorker(const CellExit& exit, const std::optional<WorkerProgress>& last,
+                                 int64_t oom_kills_before, int64_t oom_kills_after) {
+  std::string text = "worker " + exit.Describe() + ": most likely the host ran out of memory and ";
+  const int64_t kills = oom_kills_before >= 0 && oom_kills_after >= 0
+                            ? oom_kills_after - oom_kills_before
+                            : -1;
+  if (kills > 0) {
+    text += "the kernel's OOM killer ended it (it killed " + std::to_string(kills) +
+            (kills == 1 ? " process" : " processes") + " on this machine while the cell ran)";
+  } else {
+    text += "the kernel's OOM killer ended it, or another process sent SIGKILL (" +
+            std::string(kills == 0 ? "the kernel counted no OOM kill while the cell ran"
+                                   : "the kernel's OOM kill count is not readable here") +
+            ")";
+  }
+  const std::string figures = HostFigures(exit, last);
+  text += figures.empty() ? "; no host figures were reported" : "; worker host memory: " + figures;
+  return text;
+}
+
+Outcome Judge(const CellExit& exit, const std::string& result_path, double timeout_seconds,
+              const std::optional<WorkerProgress>& last, int64_t oom_kills_before) {
   Outcome outcome;
   if (exit.kind == CellExitKind::kTimedOut) {
     outcome.status = RunStatus::kTimeout;
@@ -87,7 +128,9 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
   }
   outcome.result.reset();
   outcome.status = RunStatus::kFailed;
-  outcome.error = "worker " + exit.Describe();
+  outcome.error = exit.kind == CellExitKind::kSignaled && exit.signal == SIGKILL
+                      ? DescribeKilledWorker(exit, last, oom_kills_before, KernelOomKills())
+                      : "worker " + exit.Describe();
   if (!exit.stderr_tail.empty()) outcome.error += "\n" + exit.stderr_tail;
   return outcome;
 }
@@ -203,6 +246,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
 
     const WorkerFiles files{paths.cell.string(), plan.source, paths.result.string(),
                             paths.summary.string()};
+    const int64_t oom_kills_before = KernelOomKills();
     const auto child = StartWorker(cell, files, options, self, paths.stderr_file.string());
     // The stop check runs every ~100 ms while the cell runs: the progress ticks with it.
     const CellExit exit = child->Wait(
@@ -218,7 +262,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       summary.interrupted = true;
       break;
     }
-    const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds);
+    const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds,
+                                  progress.Last(), oom_kills_before);
     db.FinishRun(run_id, outcome.status, outcome.error,
                  outcome.result ? &*outcome.result : nullptr);
     Count(summary, outcome.status);

@@ -8,7 +8,9 @@
 //   or 'pending' by an interrupted or killed runner runs again; its row is reused, so nothing is
 //   ever duplicated.
 // - A crash (abort, segfault), a budget OOM or a timeout is that cell's status with its message;
-//   the sweep goes on.
+//   the sweep goes on. A worker killed by SIGKILL the runner did not send is reported as the
+//   host's OOM killer's most likely work, with the worker's host figures (peak resident set,
+//   host pool peak) where known.
 // - Each finished cell's result JSON and summary table are kept beside the database.
 // - Loss-equivalence verdicts ([experiment] reference) are updated by the database in the
 //   transactions that record the plan and claim and finish each cell (verification_store.h).

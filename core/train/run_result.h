@@ -29,6 +29,9 @@ struct StepRecord {
   double grad_norm = 0.0;       // global L2 norm before clipping
   int64_t peak_allocated_bytes = 0;  // highest allocated bytes during this step
   bool skipped = false;  // the update was skipped (fp16 loss scaling found inf/NaN gradients)
+  // The host pool's peak so far (offloaded state): for the worker's progress lines, which a
+  // runner reads back when the worker is killed; not stored per step.
+  int64_t host_pool_peak_bytes = 0;
   std::map<std::string, double> metrics;  // RunContext::record_step figures (loss scale ...)
 };
 

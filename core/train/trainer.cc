@@ -347,6 +347,8 @@ class RunLoop {
     record.loss = SumOverRanks(comm_, record.loss);  // each rank summed its share of the loss
     record.seconds = timer.Stop();
     record.peak_allocated_bytes = probe_.StepPeak();
+    record.host_pool_peak_bytes =
+        context_.host_pool != nullptr ? context_.host_pool->PeakBytes() : 0;
     current_step_ = nullptr;
     stages_.End();
     // The step counts once its last hook has run: one that throws fails the run at this step.

@@ -233,6 +233,49 @@ TEST(CellProcessTest, AForkedBodyReportsItsLinesAndExitCode) {
   EXPECT_EQ(thrown.stderr_tail, "the cell broke");
 }
 
+// A child ended by SIGKILL (the host's OOM killer's signal): its peak resident set is known all
+// the same, from the kernel.
+TEST(CellProcessTest, AKilledChildsPeakResidentSetIsKnown) {
+  const fs::path dir = Scratch("killed_body");
+  constexpr int64_t kTouched = 64 << 20;
+  CellProcess killed([]() -> int {
+    std::vector<char> block(64 << 20, 1);  // written: resident
+    std::printf("touched %d\n", static_cast<int>(block.back()));
+    std::fflush(stdout);
+    raise(SIGKILL);
+    return 0;
+  }, (dir / "killed.stderr").string());
+  const CellExit exit = killed.Wait(30, nullptr, nullptr);
+  EXPECT_EQ(exit.kind, CellExitKind::kSignaled);
+  EXPECT_EQ(exit.signal, SIGKILL);
+  EXPECT_GE(exit.max_rss_bytes, kTouched);
+}
+
+// A worker killed by SIGKILL that the runner did not send: the error says the host most likely
+// ran out of memory, and gives the worker's host figures as far as they are known.
+TEST(SweepTest, AWorkerKilledBySigkillIsReportedAsTheHostRunningOutOfMemory) {
+  const fs::path dir = Scratch("oom_killed");
+  const fs::path file = WriteExperiment(
+      dir, "oom_killed",
+      "[strategies.sharding]\nplugin = \"fixture-chaos\"\naction = \"sigkill\"\nat_step = 1\n");
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string()}, log)), 3)
+      << ReadFile(log);
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  EXPECT_EQ(Scalar(db, "SELECT status FROM run_summary"), "failed");
+  const std::string error = Scalar(db, "SELECT error FROM run_summary");
+  for (const char* part :
+       {"worker crashed: signal 9 (Killed): most likely the host ran out of memory and the "
+        "kernel's OOM killer ended it",
+        "; worker host memory: peak_rss_bytes ", " MiB, host_pool_peak_bytes 0 B at step 1/3"}) {
+    EXPECT_NE(error.find(part), std::string::npos) << part << "\nmissing from: " << error;
+  }
+  // The log line of the cell says it too.
+  EXPECT_NE(ReadFile(log).find("most likely the host ran out of memory"), std::string::npos)
+      << ReadFile(log);
+}
+
 TEST(CellProcessTest, ForkIsUnsafeWhileAnotherThreadRuns) {
   std::atomic<bool> done{false};
   std::thread other([&done] {
