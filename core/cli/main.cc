@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/cli/calibrate_command.h"
 #include "core/cli/plugins_command.h"
 #include "core/cli/plan_command.h"
 #include "core/cli/compare_command.h"
@@ -25,7 +26,8 @@ int main(int argc, char** argv) {
                "and do they change the loss"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {
-    return memsweep::env::VersionLine(memsweep::env::DescribeEnvironment());
+    return memsweep::env::VersionLine(memsweep::env::DescribeEnvironment()) + "\n" +
+           memsweep::cli::KeptCalibrationsText();
   });
   int exit_code = 0;
   memsweep::cli::RunOptions run_options;
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
   memsweep::cli::AddQueryCommand(app, query_options, exit_code);
   memsweep::cli::CompareCommandOptions compare_options;
   memsweep::cli::AddCompareCommand(app, compare_options, exit_code);
+  memsweep::cli::CalibrateOptions calibrate_options;
+  memsweep::cli::AddCalibrateCommand(app, calibrate_options, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
