@@ -91,8 +91,16 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   Row(out, "tokens/s", Fixed(s.tokens_per_s, 1));
   Row(out, "step time median / p90", Fixed(s.step_time_median_s * 1e3, 1) + " ms / " +
                                          Fixed(s.step_time_p90_s * 1e3, 1) + " ms");
-  Row(out, "MFU", Fixed(100.0 * s.mfu, 1) + " % of " + Fixed(s.peak_flops / 1e9, 1) +
-                      " GFLOP/s measured GEMM peak");
+  // An MFU above 100 % measures the calibration, not the run: marked, never printed as a fact.
+  std::string mfu = Fixed(100.0 * s.mfu, 1) + " % of " + Fixed(s.peak_flops / 1e9, 1) +
+                    " GFLOP/s measured GEMM peak";
+  if (s.peak_flops_check == "above_peak") {
+    mfu += " (!) above the peak: the GEMM calibration is low, not the run fast; re-measure it "
+           "on an idle machine with `memsweep calibrate`";
+  } else if (s.peak_flops_check == "remeasured") {
+    mfu += " (re-measured: the run beat the kept figure)";
+  }
+  Row(out, "MFU", mfu);
   Row(out, "padding fraction", Fixed(100.0 * s.padding_fraction, 1) + " %");
   out << "\n loss\n";
   if (!r.steps.empty()) {

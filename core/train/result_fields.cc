@@ -29,6 +29,7 @@ const std::vector<ResultField<RunSummary>>& SummaryFields() {
       {"flops_per_token", Unit::kFlopsPerToken, &S::flops_per_token},
       {"peak_flops", Unit::kFlopsPerSecond, &S::peak_flops},
       {"mfu", Unit::kFraction, &S::mfu},
+      {"peak_flops_check", Unit::kText, &S::peak_flops_check},
       {"final_loss", Unit::kNats, &S::final_loss},
       {"padding_fraction", Unit::kFraction, &S::padding_fraction},
       {"parameters", Unit::kCount, &S::parameters},

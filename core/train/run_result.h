@@ -88,6 +88,10 @@ struct RunSummary {
   double flops_per_token = 0.0;
   double peak_flops = 0.0;      // measured GEMM peak for the run's dtype
   double mfu = 0.0;
+  // How the run compared with its GEMM peak (CheckMfuAgainstPeak): "" at or below it;
+  // "remeasured" it beat the kept figure, measured again, whose higher figure peak_flops is;
+  // "above_peak" mfu > 1 even so: a peak measured low, not a utilisation.
+  std::string peak_flops_check;
   double final_loss = 0.0;
   double padding_fraction = 0.0;  // padding positions / all positions
   int64_t parameters = 0;

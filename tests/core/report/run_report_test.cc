@@ -45,6 +45,28 @@ TEST(RunReportTest, TheSummaryShowsStatusThroughputAndMemory) {
   }
 }
 
+// An MFU above 100 % measures the calibration, not the run: it is marked wherever it is printed.
+TEST(RunReportTest, TheSummaryMarksAnMfuAboveTheGemmPeak) {
+  const config::RunConfig cfg = testing_support::TinyRun(2);
+  train::RunResult r = testing_support::Train(cfg);
+  r.summary.peak_flops = 452e9;
+  r.summary.mfu = 1.13;
+  r.summary.peak_flops_check = "above_peak";
+  std::string text = FormatRunSummary(cfg, r);
+  EXPECT_NE(text.find("113.0 % of 452.0 GFLOP/s measured GEMM peak (!) above the peak: the GEMM "
+                      "calibration is low, not the run fast"),
+            std::string::npos)
+      << text;
+  r.summary.mfu = 0.9;
+  r.summary.peak_flops_check = "remeasured";
+  text = FormatRunSummary(cfg, r);
+  EXPECT_NE(text.find("90.0 % of 452.0 GFLOP/s measured GEMM peak (re-measured: the run beat the "
+                      "kept figure)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(RunResultToJson(cfg, r)["summary"]["peak_flops_check"], "remeasured");
+}
+
 TEST(RunReportTest, WritesTheWholeFileOrNone) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("memsweep_report_" + std::to_string(getpid()));
   fs::remove_all(dir);

@@ -179,6 +179,41 @@ TEST(ResultsDbTest, AnEditedExperimentFileIsANewExperiment) {
   EXPECT_FALSE(db.FindExperiment(999).has_value());
 }
 
+// run_summary has the host pool's peak (offloaded state) and whether the run's MFU stands; a
+// database of version 6 migrates, its runs keeping their figures (NULL where none was recorded).
+TEST(ResultsDbTest, RunSummaryHasTheHostPoolPeakAndTheMfuCheckAfterMigration) {
+  const std::string path = FreshDbPath();
+  {
+    SqliteConnection old(path, SqliteConnection::Access::kReadWriteCreate);
+    const std::vector<Migration> up_to_6(SchemaMigrations().begin(),
+                                         SchemaMigrations().begin() + 6);
+    MigrateSchema(old, up_to_6);
+    ASSERT_EQ(old.IntegerPragma("user_version"), 6);
+    old.Execute(
+        "INSERT INTO experiments (id, name, source_path, file_text) VALUES (1, 'old', 'o', '');"
+        "INSERT INTO runs (id, experiment_id, cell_hash, cell_index, status) "
+        "VALUES (1, 1, 'h', 0, 'ok');"
+        "INSERT INTO run_metrics (run_id, peak_rss_bytes, host_pool_peak_bytes, mfu) "
+        "VALUES (1, 2000, 1234, 0.5);");
+  }
+  ResultsDb db(path, ResultsDb::Mode::kReadWrite);
+  EXPECT_EQ(UserVersion(path), kSchemaVersion);
+  EXPECT_EQ(QueryValue(db, "SELECT host_pool_peak_bytes FROM run_summary WHERE run_id = 1"),
+            "1234");
+  EXPECT_EQ(QueryValue(db, "SELECT peak_flops_check FROM run_summary WHERE run_id = 1"),
+            std::nullopt);
+
+  json result = RecordedRunResult();
+  result["memory"]["host_pool_peak_bytes"] = 5 << 20;
+  result["summary"]["peak_flops_check"] = "remeasured";
+  const int64_t experiment = db.EnsureExperiment("new", "n.toml", "[experiment]");
+  const int64_t run = db.ClaimRun(experiment, MakeCell("hash1", 0), kWorkerPid);
+  db.FinishRun(run, RunStatus::kOk, "", &result);
+  const std::string where = " FROM run_summary WHERE run_id = " + std::to_string(run);
+  EXPECT_EQ(QueryValue(db, "SELECT host_pool_peak_bytes" + where), std::to_string(5 << 20));
+  EXPECT_EQ(QueryValue(db, "SELECT peak_flops_check" + where), "remeasured");
+}
+
 TEST(ResultsDbTest, FinishRunStoresEveryFigureOfTheResult) {
   ResultsDb db(FreshDbPath(), ResultsDb::Mode::kReadWrite);
   json result = RecordedRunResult();

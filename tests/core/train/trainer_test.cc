@@ -1,14 +1,19 @@
 #include "core/train/trainer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 
 #include "core/config/strategy_resolver.h"
+#include "core/env/cache_dir.h"
+#include "core/env/gemm_calibration.h"
 #include "core/memory/tracking_allocator.h"
 #include "memsweep/strategy.h"
 #include "support/run_configs.h"
+#include "support/scoped_env.h"
 
 namespace memsweep::train {
 namespace {
@@ -118,6 +123,39 @@ TEST(TrainerTest, RecordsThroughputAndTimeline) {
   ASSERT_EQ(r.plugins.size(), 7u);  // one per slot, no callbacks
   EXPECT_EQ(r.plugins.front().slot, "allocator");
   EXPECT_EQ(r.plugins.front().name, "default");
+}
+
+// A calibration cached while the machine was busy (the bf16 cells that printed an MFU of
+// 113-127 %): a run that beats it measures the peak again, keeps the higher figure for later
+// runs and reports its MFU against that — never above 1 without a mark.
+TEST(TrainerTest, ARunFasterThanItsKeptGemmPeakMeasuresThePeakAgain) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) /
+                        ("memsweep_trainer_peak_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  // A first run names (and writes) the calibration file of this configuration.
+  std::string name;
+  {
+    const testing_support::ScopedEnv xdg("XDG_CACHE_HOME", (root / "first").c_str());
+    ASSERT_EQ(Train(TinyRun(2)).status, RunStatus::kOk);
+    for (const auto& kept : env::KeptGemmCalibrations()) name = fs::path(kept.file).filename();
+  }
+  ASSERT_FALSE(name.empty());
+  // The same file in another cache home, with a rate far below any CPU's: 1 MFLOP/s.
+  const testing_support::ScopedEnv xdg("XDG_CACHE_HOME", (root / "low").c_str());
+  const fs::path low = env::CacheDir("gemm") / name;
+  ASSERT_TRUE(env::WriteCacheFile(low, "1000000\n"));
+  const RunResult r = Train(TinyRun(3));
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.error;
+  EXPECT_EQ(r.summary.peak_flops_check, "remeasured");
+  EXPECT_GT(r.summary.peak_flops, 1e6);
+  EXPECT_GT(r.summary.mfu, 0);
+  EXPECT_LE(r.summary.mfu, 1);
+  const std::vector<env::GemmCalibration> kept = env::KeptGemmCalibrations();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].flops, r.summary.peak_flops);  // later runs divide by the new figure
+  EXPECT_FALSE(kept[0].measured_at.empty());
+  EXPECT_GE(kept[0].cores, 1);
 }
 
 // A callback that records a run figure and a step figure in every step, and throws at the end of
