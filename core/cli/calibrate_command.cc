@@ -4,6 +4,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/cli/command.h"
+#include "core/config/config_error.h"
 #include "core/env/cache_dir.h"
 #include "core/env/cpu_gemm.h"
 #include "core/env/gemm_calibration.h"
@@ -16,46 +18,39 @@ c10::ScalarType DtypeOf(const std::string& name) {
   return name == "bfloat16" ? c10::kBFloat16 : c10::kFloat;
 }
 
-int Calibrate(const CalibrateOptions& options) {
+ExitCode Calibrate(const CalibrateOptions& options) {
   if (options.show) {
     std::cout << KeptCalibrationsText() << "\n";
-    return 0;
+    return ExitCode::kOk;
   }
   c10::Device device(c10::kCPU);
   try {
     device = c10::Device(options.device);
   } catch (const std::exception&) {
-    std::cerr << "error: --device " << options.device << ": expected cpu, cuda or cuda:N\n";
-    return 2;
+    device = c10::Device(c10::kMeta);  // refused just below
   }
   if (!device.is_cpu() && !device.is_cuda()) {
-    std::cerr << "error: --device " << options.device << ": expected cpu, cuda or cuda:N\n";
-    return 2;
+    throw config::ConfigError("--device " + options.device + ": expected cpu, cuda or cuda:N");
   }
-  try {
-    env::SetThreads(options.threads);
-    for (const std::string& name : options.dtypes) {
-      const c10::ScalarType dtype = DtypeOf(name);
-      // The GEMM paths a run with the default [device] settings takes (env/cpu_gemm.h).
-      if (device.is_cpu()) {
-        env::UseFp32Gemm(env::ChooseFp32Gemm(env::Fp32GemmSetting::kAuto));
-        env::UseBf16Gemm(dtype == c10::kBFloat16 ? env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto)
-                                                : env::Bf16Gemm::kNative);
-      }
-      const env::GemmCalibration kept = env::RecalibrateGemm(dtype, env::Recalibrate::kAlways, device);
-      std::cout << name << " on " << device.str() << ": " << kept.Describe() << "\n";
-      std::cout << "  kept in " << (kept.file.empty() ? std::string("(no cache folder)") : kept.file)
-                << "\n";
-      if (kept.TakenUnderLoad()) {
-        std::cout << "  warning: other processes were busy while it measured; the figure may be "
-                     "low. Run `memsweep calibrate` again when the machine is idle\n";
-      }
+  env::SetThreads(options.threads);
+  for (const std::string& name : options.dtypes) {
+    const c10::ScalarType dtype = DtypeOf(name);
+    // The GEMM paths a run with the default [device] settings takes (env/cpu_gemm.h).
+    if (device.is_cpu()) {
+      env::UseFp32Gemm(env::ChooseFp32Gemm(env::Fp32GemmSetting::kAuto));
+      env::UseBf16Gemm(dtype == c10::kBFloat16 ? env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto)
+                                              : env::Bf16Gemm::kNative);
     }
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    const env::GemmCalibration kept = env::RecalibrateGemm(dtype, env::Recalibrate::kAlways, device);
+    std::cout << name << " on " << device.str() << ": " << kept.Describe() << "\n";
+    std::cout << "  kept in " << (kept.file.empty() ? std::string("(no cache folder)") : kept.file)
+              << "\n";
+    if (kept.TakenUnderLoad()) {
+      std::cout << "  warning: other processes were busy while it measured; the figure may be "
+                   "low. Run `memsweep calibrate` again when the machine is idle\n";
+    }
   }
+  return ExitCode::kOk;
 }
 
 }  // namespace
@@ -77,7 +72,7 @@ std::string KeptCalibrationsText() {
   return lines;
 }
 
-void AddCalibrateCommand(CLI::App& app, CalibrateOptions& options, int& exit_code) {
+void AddCalibrateCommand(CLI::App& app, CalibrateOptions& options, ExitCode& exit_code) {
   CLI::App* calibrate = app.add_subcommand(
       "calibrate",
       "Measure this machine's GEMM peaks (MFU's denominators) afresh and keep them, with when and "
@@ -91,7 +86,7 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& options, int& exit_cod
       ->capture_default_str();
   calibrate->add_option("--device", options.device, "cpu, cuda or cuda:N")->capture_default_str();
   calibrate->add_flag("--show", options.show, "List the kept figures; measure nothing");
-  calibrate->callback([&options, &exit_code] { exit_code = Calibrate(options); });
+  AddCommand(calibrate, exit_code, [&options] { return Calibrate(options); });
 }
 
 }  // namespace memsweep::cli

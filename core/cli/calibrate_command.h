@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cli/exit_code.h"
+
 namespace memsweep::cli {
 
 struct CalibrateOptions {
@@ -20,7 +22,7 @@ struct CalibrateOptions {
   bool show = false;
 };
 
-void AddCalibrateCommand(CLI::App& app, CalibrateOptions& options, int& exit_code);
+void AddCalibrateCommand(CLI::App& app, CalibrateOptions& options, ExitCode& exit_code);
 
 // The kept calibrations with when and under what load each was measured, lines without a final
 // newline; for `memsweep --version`.

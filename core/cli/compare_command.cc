@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "core/cli/command.h"
 #include "core/results/compare.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
@@ -9,28 +10,20 @@
 namespace memsweep::cli {
 namespace {
 
-int Compare(const CompareCommandOptions& options) {
+ExitCode Compare(const CompareCommandOptions& options) {
   const results::OutputFormat format =
       results::ParseOutputFormat(options.format).value_or(results::OutputFormat::kTable);
-  try {
-    results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadOnly);
-    results::CompareOptions compare;
-    compare.experiment = options.experiment;
-    compare.baseline = options.baseline;
-    std::cout << results::FormatComparison(results::Compare(db, compare), format);
-    return 0;
-  } catch (const results::ResultsError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
-    return 1;
-  }
+  results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadOnly);
+  results::CompareOptions compare;
+  compare.experiment = options.experiment;
+  compare.baseline = options.baseline;
+  std::cout << results::FormatComparison(results::Compare(db, compare), format);
+  return ExitCode::kOk;
 }
 
 }  // namespace
 
-void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, int& exit_code) {
+void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, ExitCode& exit_code) {
   CLI::App* compare = app.add_subcommand(
       "compare",
       "Compare the cells of an experiment with a baseline cell, and each factor's effect");
@@ -43,7 +36,7 @@ void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, int& exit_
   compare->add_option("--format", options.format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
-  compare->callback([&options, &exit_code] { exit_code = Compare(options); });
+  AddCommand(compare, exit_code, [&options] { return Compare(options); });
 }
 
 }  // namespace memsweep::cli

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "core/cli/exit_code.h"
 #include "core/cli/query_command.h"
 
 namespace memsweep::cli {
@@ -20,7 +21,7 @@ struct CompareCommandOptions {
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`
-// (0 printed, 2 no database, unknown experiment or baseline, nothing to compare).
-void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, int& exit_code);
+// (kOk printed; kInvalidInput no database, unknown experiment or baseline, nothing to compare).
+void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, ExitCode& exit_code);
 
 }  // namespace memsweep::cli

@@ -9,7 +9,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/cli/command.h"
 #include "core/config/config_error.h"
+#include "core/config/strategy_resolver.h"
 #include "core/experiment/cell.h"
 #include "core/experiment/experiment_plan.h"
 
@@ -83,29 +85,25 @@ std::string WriteCellFiles(const experiment::ExperimentPlan& plan, const std::st
   return listing.str();
 }
 
-int Plan(const PlanOptions& options) {
-  try {
-    const experiment::ExperimentPlan plan =
-        experiment::LoadExperimentPlan(options.file, options.overrides);
-    std::cout << FormatPlan(plan);
-    if (!options.cells_dir.empty()) std::cout << WriteCellFiles(plan, options.cells_dir);
-    return 0;
-  } catch (const config::ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  }
+ExitCode Plan(const PlanOptions& options) {
+  config::RefuseFailedStartupPlugins();
+  const experiment::ExperimentPlan plan =
+      experiment::LoadExperimentPlan(options.file, options.overrides);
+  std::cout << FormatPlan(plan);
+  if (!options.cells_dir.empty()) std::cout << WriteCellFiles(plan, options.cells_dir);
+  return ExitCode::kOk;
 }
 
 }  // namespace
 
-void AddPlanCommand(CLI::App& app, PlanOptions& options, int& exit_code) {
+void AddPlanCommand(CLI::App& app, PlanOptions& options, ExitCode& exit_code) {
   CLI::App* plan =
       app.add_subcommand("plan", "List the cells of an experiment's matrix (validated, not run)");
   plan->add_option("file", options.file, "Experiment TOML file")->required();
   plan->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
   plan->add_option("--write-cells", options.cells_dir,
                    "Also write each cell as DIR/cell<index>-<hash>.toml, for memsweep worker");
-  plan->callback([&options, &exit_code] { exit_code = Plan(options); });
+  AddCommand(plan, exit_code, [&options] { return Plan(options); });
 }
 
 }  // namespace memsweep::cli

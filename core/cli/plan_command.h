@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cli/exit_code.h"
+
 namespace memsweep::cli {
 
 struct PlanOptions {
@@ -20,6 +22,6 @@ struct PlanOptions {
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.
-void AddPlanCommand(CLI::App& app, PlanOptions& options, int& exit_code);
+void AddPlanCommand(CLI::App& app, PlanOptions& options, ExitCode& exit_code);
 
 }  // namespace memsweep::cli

@@ -2,14 +2,15 @@
 
 #include <iostream>
 
+#include "core/cli/command.h"
 #include "core/plugin/plugin_registry.h"
 
 namespace memsweep::cli {
 namespace {
 
-int ListPlugins(const PluginsOptions& options) {
+ExitCode ListPlugins(const PluginsOptions& options) {
   plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
-  for (const auto& path : options.paths) registry.LoadPath(path);
+  for (const auto& path : options.paths) registry.LoadPath(path, "--path");
   for (const auto& slot : SlotNames()) {
     std::cout << slot << "\n";
     const auto plugins = registry.InSlot(slot);
@@ -26,26 +27,30 @@ int ListPlugins(const PluginsOptions& options) {
       std::cout << "    from " << lib->path() << "\n";
     }
   }
-  if (!registry.Failures().empty()) {
-    std::cout << "\nfailed to load\n";
-    for (const auto& failure : registry.Failures()) {
-      std::cout << "  " << failure.path << "\n    ";
-      for (char c : failure.reason) {
-        std::cout << c;
-        if (c == '\n') std::cout << "    ";
-      }
-      std::cout << "\n";
+  if (registry.Failures().empty()) return ExitCode::kOk;
+  std::cout << "\nfailed to load\n";
+  for (const auto& failure : registry.Failures()) {
+    std::cout << "  " << failure.path << " (from " << failure.origin << ")\n    ";
+    for (char c : failure.reason) {
+      std::cout << c;
+      if (c == '\n') std::cout << "    ";
     }
+    std::cout << "\n";
   }
-  return 0;
+  // The same rule as for experiments (docs/plugin-guide.md, "Load errors").
+  const size_t failed = registry.Failures().size();
+  std::cerr << "error: " << failed << (failed == 1 ? " plugin library" : " plugin libraries")
+            << " failed to load (listed above): rebuild or remove them, or take them out of "
+               "where they were named; experiments refuse to run until then\n";
+  return ExitCode::kInvalidInput;
 }
 
 }  // namespace
 
-void AddPluginsCommand(CLI::App& app, PluginsOptions& options, int& exit_code) {
+void AddPluginsCommand(CLI::App& app, PluginsOptions& options, ExitCode& exit_code) {
   CLI::App* cmd = app.add_subcommand("plugins", "List the plugins found and any that failed");
   cmd->add_option("--path", options.paths, "Also load this plugin file or directory");
-  cmd->callback([&options, &exit_code] { exit_code = ListPlugins(options); });
+  AddCommand(cmd, exit_code, [&options] { return ListPlugins(options); });
 }
 
 }  // namespace memsweep::cli

@@ -2,43 +2,36 @@
 
 #include <iostream>
 
+#include "core/cli/command.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
 
 namespace memsweep::cli {
 namespace {
 
-int Query(const QueryOptions& options) {
+ExitCode Query(const QueryOptions& options) {
   const results::OutputFormat format =
       results::ParseOutputFormat(options.format).value_or(results::OutputFormat::kTable);
-  try {
-    results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadOnly);
-    const results::QueryResult result = db.Query(options.sql);
-    std::cout << results::FormatQueryResult(result, format);
-    if (format == results::OutputFormat::kTable) {
-      const size_t rows = result.rows.size();
-      std::cout << "(" << rows << (rows == 1 ? " row" : " rows");
-      const size_t cut = results::CutTableValues(result, {.whole_last_column = true});
-      if (cut > 0) {
-        std::cout << "; " << cut << (cut == 1 ? " value" : " values")
-                  << " cut at 60 characters: the last column is shown whole, --format csv or "
-                     "json shows every value whole";
-      }
-      std::cout << ")\n";
+  results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult result = db.Query(options.sql);
+  std::cout << results::FormatQueryResult(result, format);
+  if (format == results::OutputFormat::kTable) {
+    const size_t rows = result.rows.size();
+    std::cout << "(" << rows << (rows == 1 ? " row" : " rows");
+    const size_t cut = results::CutTableValues(result, {.whole_last_column = true});
+    if (cut > 0) {
+      std::cout << "; " << cut << (cut == 1 ? " value" : " values")
+                << " cut at 60 characters: the last column is shown whole, --format csv or "
+                   "json shows every value whole";
     }
-    return 0;
-  } catch (const results::ResultsError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
-    return 1;
+    std::cout << ")\n";
   }
+  return ExitCode::kOk;
 }
 
 }  // namespace
 
-void AddQueryCommand(CLI::App& app, QueryOptions& options, int& exit_code) {
+void AddQueryCommand(CLI::App& app, QueryOptions& options, ExitCode& exit_code) {
   CLI::App* query = app.add_subcommand(
       "query", "Run one SQL statement on the results database (read-only) and print its rows");
   query->add_option("sql", options.sql, "SQL, e.g. \"SELECT * FROM run_summary\"")->required();
@@ -46,7 +39,7 @@ void AddQueryCommand(CLI::App& app, QueryOptions& options, int& exit_code) {
   query->add_option("--format", options.format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
-  query->callback([&options, &exit_code] { exit_code = Query(options); });
+  AddCommand(query, exit_code, [&options] { return Query(options); });
 }
 
 }  // namespace memsweep::cli

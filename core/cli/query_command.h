@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "core/cli/exit_code.h"
+
 namespace memsweep::cli {
 
 inline constexpr const char* kDefaultResultsDb = "results/memsweep.db";
@@ -19,7 +21,7 @@ struct QueryOptions {
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`
-// (0 printed, 2 bad SQL or no database).
-void AddQueryCommand(CLI::App& app, QueryOptions& options, int& exit_code);
+// (kOk printed, kInvalidInput bad SQL or no database).
+void AddQueryCommand(CLI::App& app, QueryOptions& options, ExitCode& exit_code);
 
 }  // namespace memsweep::cli

@@ -8,7 +8,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/cli/command.h"
 #include "core/config/config_error.h"
+#include "core/config/strategy_resolver.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
@@ -54,31 +56,27 @@ void PrintCells(const std::string& db_path, int64_t experiment_id) {
   std::cout << results::FormatTable(WithShortParams(rows));
 }
 
-int RunExperiment(const RunOptions& options) {
+ExitCode RunExperiment(const RunOptions& options) {
   sweep::SweepOptions sweep_options;
   if (options.rerun == "failed") {
     sweep_options.rerun = sweep::Rerun::kFailed;
   } else if (options.rerun == "all") {
     sweep_options.rerun = sweep::Rerun::kAll;
   } else if (options.rerun != "none") {
-    std::cerr << "error: --rerun " << options.rerun << ": expected failed or all\n";
-    return 2;
+    throw config::ConfigError("--rerun " + options.rerun + ": expected failed or all");
   }
-  experiment::ExperimentPlan plan;
-  try {
-    // Every cell is validated before anything runs or the database is touched.
-    plan = experiment::LoadExperimentPlan(options.file, options.overrides);
-  } catch (const config::ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  }
+  // Every cell is validated before anything runs or the database is touched.
+  config::RefuseFailedStartupPlugins();
+  const experiment::ExperimentPlan plan =
+      experiment::LoadExperimentPlan(options.file, options.overrides);
   sweep_options.db_path = options.db_path;
   sweep_options.cell_timeout_seconds = options.cell_timeout_seconds;
   sweep_options.progress_line = isatty(STDERR_FILENO) != 0;
   sweep_options.stop = &g_stop;
   if (!options.exec_workers) {
+    // The same path as `memsweep worker`: its exceptions become its exit code.
     sweep_options.in_process_worker = [](const sweep::WorkerFiles& files) {
-      return RunWorker(files);
+      return ToInt(RunCommand([&files] { return RunWorker(files); }));
     };
   }
   InstallStopHandlers();
@@ -91,13 +89,13 @@ int RunExperiment(const RunOptions& options) {
             << summary.skipped << " already done" << (summary.interrupted ? " (interrupted)" : "")
             << "\nper-cell results and summaries: "
             << sweep::CellFilesDirectory(options.db_path, plan.name).string() << "/\n";
-  if (summary.interrupted) return 130;
-  return summary.failed + summary.timeout > 0 ? 3 : 0;
+  if (summary.interrupted) return ExitCode::kInterrupted;
+  return summary.failed + summary.timeout > 0 ? ExitCode::kRunFailed : ExitCode::kOk;
 }
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code) {
+void AddRunCommand(CLI::App& app, RunOptions& options, ExitCode& exit_code) {
   CLI::App* run = app.add_subcommand("run", "Run an experiment: every cell of its matrix");
   run->add_option("file", options.file, "Experiment TOML file")->required();
   run->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
@@ -109,7 +107,7 @@ void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code) {
   run->add_flag("--exec-workers", options.exec_workers,
                 "Start every cell as a new memsweep process (default: CPU cells start as a fork "
                 "of the runner, which skips loading LibTorch again)");
-  run->callback([&options, &exit_code] { exit_code = RunExperiment(options); });
+  AddCommand(run, exit_code, [&options] { return RunExperiment(options); });
 }
 
 }  // namespace memsweep::cli

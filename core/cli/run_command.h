@@ -4,14 +4,18 @@
 //   memsweep run experiments/quickstart.toml [--db F] [--set key=value]... [--rerun failed|all]
 //                [--cell-timeout SECONDS]
 //
-// Exit codes (docs/cli.md): 0 every cell ran (an OOM against the budget is a result), 2 invalid
-// input (nothing is run or written), 3 some cell failed or timed out, 130 interrupted.
+// Exit codes (core/cli/exit_code.h, docs/cli.md): kOk every cell ran (an OOM against the budget
+// is a result); kInvalidInput invalid input (nothing is run or written) or a results database
+// that cannot be used (if it fails during the sweep, the sweep stops: the cells recorded before
+// stay, the rest run on the next sweep); kRunFailed some cell failed or timed out; kInterrupted.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
+
+#include "core/cli/exit_code.h"
 
 namespace memsweep::cli {
 
@@ -27,6 +31,6 @@ struct RunOptions {
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.
-void AddRunCommand(CLI::App& app, RunOptions& options, int& exit_code);
+void AddRunCommand(CLI::App& app, RunOptions& options, ExitCode& exit_code);
 
 }  // namespace memsweep::cli

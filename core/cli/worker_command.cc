@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/cli/command.h"
 #include "core/config/run_config_loader.h"
 #include "core/comm/process_group.h"
 #include "core/comm/rank_env.h"
@@ -43,8 +44,8 @@ nlohmann::json ReadJson(const std::string& path) {
 }
 
 // Trains the cell in this process: the whole run, or one rank of it when `rank_env` is set.
-int RunCell(const WorkerOptions& options, config::ValidatedRun run,
-            const std::optional<dist::RankEnv>& rank_env) {
+ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
+                 const std::optional<dist::RankEnv>& rank_env) {
   const config::RunConfig& cfg = run.config;
   train::RunResult result;
   std::unique_ptr<dist::ProcessGroup> group;
@@ -98,13 +99,15 @@ int RunCell(const WorkerOptions& options, config::ValidatedRun run,
                                   : dist::RankResultPath(options.result, rank),
                         json);
   if (!result.error.empty()) std::cerr << result.error << "\n";
-  if (rank_env) return result.status == train::RunStatus::kOk ? 0 : 1;
-  return result.status == train::RunStatus::kFailed ? 1 : 0;
+  if (rank_env) {
+    return result.status == train::RunStatus::kOk ? ExitCode::kOk : ExitCode::kRunFailed;
+  }
+  return result.status == train::RunStatus::kFailed ? ExitCode::kRunFailed : ExitCode::kOk;
 }
 
 // device.world_size > 1 on one machine: the same worker command as N ranks (torchrun's
 // contract), then one result for the cell.
-int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) {
+ExitCode LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) {
   std::vector<std::string> argv = {sweep::SelfExecutable(), "worker", "--cell", options.cell,
                                    "--source", options.source, "--result", options.result};
   if (!options.summary.empty()) {
@@ -125,41 +128,35 @@ int LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& cfg) 
   }
   bool all_ok = true;
   for (const auto& exit : exits) all_ok = all_ok && exit.Ok();
-  if (all_ok && !rank_results[0].is_null()) return 0;
+  if (all_ok && !rank_results[0].is_null()) return ExitCode::kOk;
   train::RunResult failed;
   failed.status = train::RunStatus::kFailed;
   nlohmann::json merged = dist::MergeFailedGroup(exits, rank_results,
                                                  report::RunResultToJson(cfg, failed));
   report::WriteJsonFile(options.result, merged);
   std::cerr << merged.value("error", "") << "\n";
-  return merged.value("status", "failed") == "oom" ? 0 : 1;
+  return merged.value("status", "failed") == "oom" ? ExitCode::kOk : ExitCode::kRunFailed;
 }
 
 }  // namespace
 
-int RunWorker(const WorkerOptions& options) {
-  config::ValidatedRun run;
-  std::optional<dist::RankEnv> rank_env;
-  try {
-    run = LoadCell(options);
-    const config::RunConfig& cfg = run.config;
-    rank_env = dist::RankEnvFromEnvironment();
-    if (rank_env && rank_env->world_size != cfg.device.world_size) {
-      throw config::ConfigError(options.cell + ": [device] world_size = " +
-                                std::to_string(cfg.device.world_size) + " but " +
-                                rank_env->world_size_variable + "=" +
-                                std::to_string(rank_env->world_size) +
-                                " in the environment; start as many ranks as the cell has");
-    }
-  } catch (const config::ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+ExitCode RunWorker(const WorkerOptions& options) {
+  config::RefuseFailedStartupPlugins();
+  config::ValidatedRun run = LoadCell(options);
+  const config::RunConfig& cfg = run.config;
+  const std::optional<dist::RankEnv> rank_env = dist::RankEnvFromEnvironment();
+  if (rank_env && rank_env->world_size != cfg.device.world_size) {
+    throw config::ConfigError(options.cell + ": [device] world_size = " +
+                              std::to_string(cfg.device.world_size) + " but " +
+                              rank_env->world_size_variable + "=" +
+                              std::to_string(rank_env->world_size) +
+                              " in the environment; start as many ranks as the cell has");
   }
   if (!rank_env && run.config.device.world_size > 1) return LaunchCellRanks(options, run.config);
   return RunCell(options, std::move(run), rank_env);
 }
 
-void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
+void AddWorkerCommand(CLI::App& app, WorkerOptions& options, ExitCode& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "worker", "Run one cell file (from plan --write-cells): the sweep's worker, or one rank "
                 "under torchrun/srun");
@@ -167,7 +164,7 @@ void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code) {
   cmd->add_option("--source", options.source, "The experiment file it came from")->required();
   cmd->add_option("--result", options.result, "Where to write the result JSON")->required();
   cmd->add_option("--summary", options.summary, "Where to write the summary table");
-  cmd->callback([&options, &exit_code] { exit_code = RunWorker(options); });
+  AddCommand(cmd, exit_code, [&options] { return RunWorker(options); });
 }
 
 }  // namespace memsweep::cli

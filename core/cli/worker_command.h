@@ -5,20 +5,22 @@
 //   memsweep worker --cell cell.toml --source experiments/x.toml --result out.json [--summary s.txt]
 //
 // stdout carries progress lines ("progress STEP STEPS TOKENS_PER_S PEAK_BYTES") for the runner.
-// Exit codes: 0 the result was written (status ok or oom), 1 the run failed (result written
-// with status "failed"), 2 the cell file is invalid.
+// Exit codes (core/cli/exit_code.h): kOk the result was written (status ok or oom), kRunFailed
+// the run failed (result written with status "failed"), kInvalidInput the cell file or the
+// launcher variables are invalid (nothing written).
 //
 // With [device] world_size = N > 1 and no RANK in the environment it launches itself as N ranks
 // (core/launch/rank_launcher.h) and merges their outcome into one result; with RANK set (by that
 // launcher, torchrun or srun) it is one rank: it joins the c10d group at MASTER_ADDR:MASTER_PORT,
 // rank 0 writes the result (with every rank's figures), rank r > 0 writes <result>.rank<r>, and
-// a rank exits 1 unless its run was ok.
+// a rank exits with kRunFailed unless its run was ok.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 
+#include "core/cli/exit_code.h"
 #include "core/sweep/sweep_runner.h"
 
 namespace memsweep::cli {
@@ -27,10 +29,11 @@ namespace memsweep::cli {
 // summary table. The sweep runner hands the same files to a forked worker.
 using WorkerOptions = sweep::WorkerFiles;
 
-void AddWorkerCommand(CLI::App& app, WorkerOptions& options, int& exit_code);
+void AddWorkerCommand(CLI::App& app, WorkerOptions& options, ExitCode& exit_code);
 
-// The command's body: runs the cell and returns the exit code above. The sweep runner also calls
-// it in a forked child for CPU cells (sweep_runner.h).
-int RunWorker(const WorkerOptions& options);
+// The command's body: runs the cell and returns the exit code above; invalid input throws
+// ConfigError (RunCommand makes it kInvalidInput). The sweep runner also calls it, through
+// RunCommand, in a forked child for CPU cells (sweep_runner.h).
+ExitCode RunWorker(const WorkerOptions& options);
 
 }  // namespace memsweep::cli

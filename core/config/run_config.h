@@ -79,6 +79,9 @@ struct StrategyChoice {
   std::string plugin;
   std::string version;  // of the plugin that validated the parameters
   PluginParams params;
+  // Where it was configured, for errors: "x.toml:12:1: [strategies.checkpointing]" (the table's
+  // position; "x.toml: [strategies.batching]" for a slot the file leaves out).
+  std::string origin;
 };
 
 struct RunConfig {

@@ -382,13 +382,8 @@ ValidatedRun ValidateRun(RunConfig cfg) {
   const model::LlamaConfig& m = cfg.model.llama;
   if (auto problem = m.Problem()) throw ConfigError(at + "[model]: " + *problem);
   // Every strategy is created once: plugins check their own parameter ranges (and whether they
-  // can run on this build) in their constructors.
-  plugin::StrategySet strategies;
-  try {
-    strategies = InstantiateStrategies(cfg);
-  } catch (const std::exception& e) {
-    throw ConfigError(at + "[strategies] " + e.what());
-  }
+  // can run on this build) in their constructors; an error names the plugin's table.
+  plugin::StrategySet strategies = InstantiateStrategies(cfg);
   // ... and says whether it can run on the run's device (never a silent fallback).
   const c10::DeviceType device = cfg.device.type == "cuda" ? c10::kCUDA : c10::kCPU;
   for (const plugin::ActiveStrategy& strategy : strategies) {

@@ -47,10 +47,41 @@ StrategyChoice Choose(const plugin::PluginRegistry& registry, const std::string&
   choice.plugin = library->name();
   choice.version = library->version();
   choice.params = ValidateParams(*library, t, source, section);
+  choice.origin = Where(source, t.source()) + section;
   return choice;
 }
 
+// Each failure's message, indented under a heading.
+std::string Reasons(const std::vector<plugin::PluginFailure>& failures) {
+  std::string text;
+  for (const plugin::PluginFailure& failure : failures) {
+    text += "\n  ";
+    for (char c : failure.reason) text += c == '\n' ? std::string("\n  ") : std::string(1, c);
+  }
+  return text;
+}
+
 }  // namespace
+
+void RefuseFailedStartupPlugins() {
+  const plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
+  std::vector<plugin::PluginFailure> builtin, environment;
+  for (const plugin::PluginFailure& failure : registry.StartupFailures()) {
+    (failure.origin == plugin::kBuiltinOrigin ? builtin : environment).push_back(failure);
+  }
+  if (!builtin.empty()) {
+    throw ConfigError("memsweep's built-in plugin directory " + plugin::BuiltinPluginDirectory() +
+                      " holds libraries that failed to load:" + Reasons(builtin) +
+                      "\nthe installation is broken: build memsweep again (tools/build) or "
+                      "install it again");
+  }
+  if (!environment.empty()) {
+    throw ConfigError(std::string("MEMSWEEP_PLUGIN_PATH names libraries that failed to load:") +
+                      Reasons(environment) +
+                      "\nrebuild or remove them, or take them out of MEMSWEEP_PLUGIN_PATH "
+                      "(`memsweep plugins` lists every plugin and every failure)");
+  }
+}
 
 void ReadPluginPaths(const std::string& source, const toml::table& table,
                      std::vector<std::string>& paths) {
@@ -73,13 +104,19 @@ void ReadPluginPaths(const std::string& source, const toml::table& table,
 }
 
 void ResolveStrategies(const toml::table& root, const std::string& source, RunConfig& cfg) {
+  RefuseFailedStartupPlugins();
   plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
-  for (const auto& path : cfg.plugin_paths) {
-    const size_t failures_before = registry.Failures().size();
-    registry.LoadPath(path);
-    if (registry.Failures().size() > failures_before) {
-      throw ConfigError(source + ": [plugins] " + registry.Failures().back().reason);
-    }
+  // ReadPluginPaths keeps the entries in order, one path each.
+  const toml::array* entries = root["plugins"]["paths"].as_array();
+  for (size_t i = 0; i < cfg.plugin_paths.size(); ++i) {
+    const std::vector<plugin::PluginFailure> failures =
+        registry.LoadPath(cfg.plugin_paths[i], "[plugins] paths");
+    if (failures.empty()) continue;
+    const toml::node* entry = entries != nullptr ? entries->get(i) : nullptr;
+    throw ConfigError((entry != nullptr ? Where(source, entry->source()) : source + ": ") +
+                      "[plugins] paths entry '" + cfg.plugin_paths[i] +
+                      "': failed to load:" + Reasons(failures) +
+                      "\nrebuild or remove the library, or take it out of [plugins] paths");
   }
   static const toml::table kEmpty;
   const toml::node* node = root.get("strategies");
@@ -131,14 +168,23 @@ void ResolveStrategies(const toml::table& root, const std::string& source, RunCo
 
 plugin::StrategySet InstantiateStrategies(const RunConfig& cfg) {
   plugin::PluginRegistry& registry = plugin::PluginRegistry::Default();
-  for (const auto& path : cfg.plugin_paths) registry.LoadPath(path);
+  for (const auto& path : cfg.plugin_paths) registry.LoadPath(path, "[plugins] paths");
   plugin::StrategySet set;
   for (const auto& choice : cfg.strategies) {
+    const std::string at = choice.origin.empty() ? "[strategies." + choice.slot + "]"
+                                                 : choice.origin;
     const plugin::PluginLibrary* library = registry.Find(choice.slot, choice.plugin);
     if (library == nullptr) {
-      throw ConfigError("plugin '" + choice.plugin + "' (" + choice.slot + ") is not loaded");
+      throw ConfigError(at + " plugin '" + choice.plugin + "' (" + choice.slot + ") is not loaded");
     }
-    set.push_back({choice.slot, choice.plugin, library->version(), library->Create(choice.params)});
+    std::shared_ptr<Strategy> made;
+    try {
+      made = library->Create(choice.params);
+    } catch (const std::exception& e) {
+      // The constructor checks its parameters: point at the table that holds them.
+      throw ConfigError(at + " " + e.what());
+    }
+    set.push_back({choice.slot, choice.plugin, library->version(), std::move(made)});
   }
   return set;
 }

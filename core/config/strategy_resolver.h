@@ -24,7 +24,13 @@ namespace memsweep::config {
 // [plugins] paths = ["relative/to/file.so", "or/a/dir"]
 void ReadPluginPaths(const std::string& source, const toml::table& table,
                      std::vector<std::string>& paths);
-// Fills cfg.strategies from root["strategies"], loading cfg.plugin_paths first.
+// The rule of docs/plugin-guide.md ("Load errors"): every library memsweep is pointed at must
+// load, wherever it was named. Throws a ConfigError naming each library that failed to load
+// from the built-in plugin directory or MEMSWEEP_PLUGIN_PATH, and what to do.
+void RefuseFailedStartupPlugins();
+// Fills cfg.strategies from root["strategies"], loading cfg.plugin_paths first. Refuses (with a
+// ConfigError naming each library and where it was named) when a library of the built-in
+// directory, MEMSWEEP_PLUGIN_PATH or cfg.plugin_paths failed to load.
 void ResolveStrategies(const toml::table& root, const std::string& source, RunConfig& cfg);
 // `data` as the batching strategy among `strategies` configures it (micro-batch size,
 // accumulation, length, padding); `source` names the file in errors.
@@ -34,7 +40,8 @@ data::DataConfig EffectiveDataConfig(const data::DataConfig& data,
 // cfg.data as cfg's batching strategy configures it (creates cfg's strategies; a validated
 // RunConfig's data already is).
 data::DataConfig EffectiveDataConfig(const RunConfig& cfg);
-// Creates the strategies of cfg.strategies (errors name the plugin).
+// Creates the strategies of cfg.strategies. A constructor's error is a ConfigError that names
+// the plugin and the table it was configured in (StrategyChoice::origin).
 plugin::StrategySet InstantiateStrategies(const RunConfig& cfg);
 
 }  // namespace memsweep::config

@@ -23,7 +23,7 @@ struct RankExit {
   bool killed_by_launcher = false;  // still running after another rank failed
   std::string stderr_tail;
   bool Ok() const { return !signaled && code == 0; }
-  std::string Describe() const;  // "rank 1: exit code 1: <last stderr lines>"
+  std::string Describe() const;  // "rank 1: exit code 3: <last stderr lines>"
 };
 
 std::vector<RankExit> LaunchRanks(const std::vector<std::string>& argv, int world_size,

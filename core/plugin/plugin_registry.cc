@@ -22,12 +22,12 @@ std::string BuiltinPluginDirectory() {
 PluginRegistry& PluginRegistry::Default() {
   static PluginRegistry* registry = [] {
     auto* r = new PluginRegistry();  // never destroyed: plugins stay loaded for the process
-    r->LoadDirectory(BuiltinPluginDirectory());
+    r->LoadDirectory(BuiltinPluginDirectory(), kBuiltinOrigin);
     if (const char* env = std::getenv("MEMSWEEP_PLUGIN_PATH")) {
       std::stringstream paths(env);
       std::string entry;
       while (std::getline(paths, entry, ':')) {
-        if (!entry.empty()) r->LoadPath(entry);
+        if (!entry.empty()) r->LoadPath(entry, kEnvironmentOrigin);
       }
     }
     return r;
@@ -35,9 +35,10 @@ PluginRegistry& PluginRegistry::Default() {
   return *registry;
 }
 
-void PluginRegistry::LoadDirectory(const std::string& dir) {
+std::vector<PluginFailure> PluginRegistry::LoadDirectory(const std::string& dir,
+                                                         const std::string& origin) {
   std::error_code error;
-  if (dir.empty() || !fs::is_directory(dir, error)) return;
+  if (dir.empty() || !fs::is_directory(dir, error)) return {};
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     if (entry.is_regular_file() && entry.path().extension() == ".so") {
@@ -45,49 +46,67 @@ void PluginRegistry::LoadDirectory(const std::string& dir) {
     }
   }
   std::sort(files.begin(), files.end());
-  for (const auto& file : files) LoadPath(file);
+  std::vector<PluginFailure> failed;
+  for (const auto& file : files) {
+    for (PluginFailure& failure : LoadPath(file, origin)) failed.push_back(std::move(failure));
+  }
+  return failed;
 }
 
-void PluginRegistry::LoadPath(const std::string& path) {
+std::vector<PluginFailure> PluginRegistry::LoadPath(const std::string& path,
+                                                    const std::string& origin) {
   std::error_code error;
-  if (fs::is_directory(path, error)) {
-    LoadDirectory(path);
-    return;
-  }
+  if (fs::is_directory(path, error)) return LoadDirectory(path, origin);
   const std::string canonical = fs::weakly_canonical(path, error).string();
-  if (loaded_paths_.count(canonical) != 0) return;
-  loaded_paths_[canonical] = "";
+  if (const auto seen = loaded_paths_.find(canonical); seen != loaded_paths_.end()) {
+    if (seen->second < 0) return {};
+    return {failures_[static_cast<size_t>(seen->second)]};
+  }
+  std::string reason;
   if (!fs::exists(path, error)) {
-    failures_.push_back({path, "no such file"});
-    return;
+    reason = path + ": no such file or directory";
+  } else {
+    try {
+      reason = Add(PluginLibrary::Load(path));
+    } catch (const PluginLoadError& e) {
+      reason = e.what();
+    }
   }
-  try {
-    Add(PluginLibrary::Load(path));
-  } catch (const PluginLoadError& e) {
-    failures_.push_back({path, e.what()});
+  if (reason.empty()) {
+    loaded_paths_[canonical] = -1;
+    return {};
   }
+  loaded_paths_[canonical] = static_cast<long>(failures_.size());
+  failures_.push_back({path, reason, origin});
+  return {failures_.back()};
 }
 
-void PluginRegistry::Add(std::shared_ptr<PluginLibrary> library) {
+std::vector<PluginFailure> PluginRegistry::StartupFailures() const {
+  std::vector<PluginFailure> startup;
+  for (const PluginFailure& failure : failures_) {
+    if (failure.origin == kBuiltinOrigin || failure.origin == kEnvironmentOrigin) {
+      startup.push_back(failure);
+    }
+  }
+  return startup;
+}
+
+std::string PluginRegistry::Add(std::shared_ptr<PluginLibrary> library) {
   const auto key = std::make_pair(library->slot(), library->name());
   auto existing = plugins_.find(key);
   if (existing != plugins_.end()) {
-    failures_.push_back({library->path(), library->path() + ": duplicate plugin '" +
-                                              library->name() + "' in slot '" + library->slot() +
-                                              "': already loaded from " +
-                                              existing->second->path()});
-    return;
+    return library->path() + ": duplicate plugin '" + library->name() + "' in slot '" +
+           library->slot() + "': already loaded from " + existing->second->path();
   }
   if (library->slot_default()) {
     if (const PluginLibrary* other = DefaultFor(library->slot())) {
-      failures_.push_back({library->path(), library->path() + ": plugin '" + library->name() +
-                                                "' claims to be the default for slot '" +
-                                                library->slot() + "', which is already '" +
-                                                other->name() + "' (" + other->path() + ")"});
-      return;
+      return library->path() + ": plugin '" + library->name() +
+             "' claims to be the default for slot '" + library->slot() + "', which is already '" +
+             other->name() + "' (" + other->path() + ")";
     }
   }
   plugins_.emplace(key, std::move(library));
+  return "";
 }
 
 const PluginLibrary* PluginRegistry::Find(const std::string& slot, const std::string& name) const {

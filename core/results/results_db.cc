@@ -26,18 +26,27 @@ constexpr const char* kRunColumns =
 
 constexpr const char* kExperimentColumns = "id, name, source_path, file_text, created_at";
 
+// Refuses a file that is not an SQLite database before anything could write to it.
+SqliteConnection CheckedDatabase(SqliteConnection db) {
+  if (db.HoldsADatabase()) return db;
+  throw ResultsError(db.path(),
+                     "not a results database: the file is not an SQLite database (it was left as "
+                     "it is); pass --db a memsweep results database, or a path where none exists "
+                     "yet to start a new one");
+}
+
 SqliteConnection OpenConnection(const std::string& path, ResultsDb::Mode mode) {
   if (mode == ResultsDb::Mode::kReadOnly) {
     if (!fs::exists(path)) {
       throw ResultsError(path, "no such results database (run a sweep first, or pass --db)");
     }
-    return SqliteConnection(path, SqliteConnection::Access::kReadOnly);
+    return CheckedDatabase(SqliteConnection(path, SqliteConnection::Access::kReadOnly));
   }
   const fs::path parent = fs::path(path).parent_path();
   std::error_code error;
   if (!parent.empty()) fs::create_directories(parent, error);
   if (error) throw ResultsError(path, "cannot create directory: " + error.message());
-  return SqliteConnection(path, SqliteConnection::Access::kReadWriteCreate);
+  return CheckedDatabase(SqliteConnection(path, SqliteConnection::Access::kReadWriteCreate));
 }
 
 std::string JournalMode(SqliteConnection& db) {

@@ -17,6 +17,9 @@ class ResultsError : public std::runtime_error {
  public:
   ResultsError(const std::string& database_path, const std::string& what)
       : std::runtime_error(database_path + ": " + what) {}
+  // `cause`'s message followed by `consequence`: what it meant for the command, what to do.
+  ResultsError(const ResultsError& cause, const std::string& consequence)
+      : std::runtime_error(std::string(cause.what()) + consequence) {}
 };
 
 }  // namespace memsweep::results

@@ -219,6 +219,14 @@ SqliteStatement SqliteConnection::Prepare(const std::string& sql) {
 
 int64_t SqliteConnection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 
+bool SqliteConnection::HoldsADatabase() {
+  constexpr const char* kProbe = "SELECT count(*) FROM sqlite_master";
+  const int code = sqlite3_exec(db_, kProbe, nullptr, nullptr, nullptr);
+  if (code == SQLITE_OK) return true;
+  if ((code & 0xFF) == SQLITE_NOTADB) return false;
+  throw ResultsError(path_, std::string(sqlite3_errmsg(db_)) + " (in: " + kProbe + ")");
+}
+
 int64_t SqliteConnection::IntegerPragma(const std::string& name) {
   SqliteStatement pragma = Prepare("PRAGMA " + name);
   if (!pragma.Step()) throw ResultsError(path_, "PRAGMA " + name + " returned nothing");

@@ -88,6 +88,9 @@ class SqliteConnection {
   // Prepares exactly one statement; anything but whitespace or comments after it is an error.
   SqliteStatement Prepare(const std::string& sql);
   int64_t LastInsertRowId() const;
+  // False when the file is not an SQLite database (SQLite reads its header here, and only
+  // reads); other failures throw.
+  bool HoldsADatabase();
   // Result of a PRAGMA returning one integer, e.g. IntegerPragma("user_version").
   int64_t IntegerPragma(const std::string& name);
 

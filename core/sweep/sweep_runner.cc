@@ -118,7 +118,9 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
     return outcome;
   }
   outcome.result = ReadResult(result_path);
-  if (exit.kind == CellExitKind::kExited && outcome.result && exit.code <= 1) {
+  // A worker that exited (not killed) and left a result wrote it for this cell: any older one
+  // was deleted before it started. It exits 0 for ok and oom and 3 for failed (docs/cli.md).
+  if (exit.kind == CellExitKind::kExited && outcome.result) {
     const std::string status = outcome.result->value("status", "failed");
     outcome.status = status == "ok" ? RunStatus::kOk
                      : status == "oom" ? RunStatus::kOom
@@ -188,8 +190,41 @@ void KeepResultAndClearWork(const CellPaths& paths, bool has_result, const fs::p
     fs::rename(paths.summary, keep / (stem + ".txt"), error);
   }
   for (const fs::path* file : {&paths.cell, &paths.result, &paths.summary, &paths.stderr_file}) {
-    fs::remove(*file);
+    std::error_code error;
+    fs::remove(*file, error);
   }
+}
+
+// Removes the sweep's work folder however the sweep ends.
+struct WorkFolder {
+  fs::path path;
+  ~WorkFolder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// "cells 2 to 5", "cell 5", or "" when none is left.
+std::string CellRange(size_t first, size_t count) {
+  if (first >= count) return "";
+  if (first + 1 == count) return "cell " + std::to_string(first);
+  return "cells " + std::to_string(first) + " to " + std::to_string(count - 1);
+}
+
+// What a database error in the middle of a sweep meant, to follow SQLite's message: the sweep
+// stops (a cell whose result cannot be recorded is not worth running), what stays recorded, and
+// how to go on.
+std::string SweepStopped(const std::string& what_happened, const SweepSummary& summary,
+                         size_t first_not_run, size_t cells) {
+  const int64_t recorded =
+      summary.skipped + summary.ok + summary.oom + summary.failed + summary.timeout;
+  const std::string not_run = CellRange(first_not_run, cells);
+  return "\nthe sweep stopped: " + what_happened + "; " + std::to_string(recorded) + " of the " +
+         std::to_string(cells) + " cells are recorded" +
+         (not_run.empty() ? std::string() : "; " + not_run + " did not run") +
+         ".\nTo go on, make the database writable again (free disk space, check permissions and "
+         "quota) or, if it is damaged, pass another --db; then run the same command: finished "
+         "cells are skipped, the others run.";
 }
 
 }  // namespace
@@ -203,6 +238,7 @@ fs::path CellFilesDirectory(const std::string& db_path, const std::string& exper
 }
 
 SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options) {
+  // Errors here leave everything as it was: nothing has run.
   results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadWrite);
   SweepSummary summary;
   summary.cells = static_cast<int64_t>(plan.cells.size());
@@ -216,6 +252,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
                                   std::to_string(getpid())
                             : fs::path(options.work_dir);
   fs::create_directories(work);
+  const WorkFolder remove_work_at_end{work};
   const std::string self = SelfExecutable();
   if (options.in_process_worker) {
     spdlog::info("cells on the CPU start as forks of this runner (--exec-workers: new processes)");
@@ -230,16 +267,29 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       summary.interrupted = true;
       break;
     }
-    const auto existing = db.FindRun(summary.experiment_id, cell.hash);
-    if (existing && !ShouldRun(existing->status, options.rerun)) {
+    // From here on a database error stops the sweep (SweepStopped): whatever was recorded stays
+    // recorded (every write is one transaction), the cell it happened in and the ones after it
+    // run on the next sweep.
+    std::optional<int64_t> run_id;
+    const CellPaths paths(work, cell.hash);
+    try {
+      const auto existing = db.FindRun(summary.experiment_id, cell.hash);
+      if (!existing || ShouldRun(existing->status, options.rerun)) {
+        fs::remove(paths.result);
+        std::ofstream(paths.cell) << experiment::CellToToml(cell);
+        run_id = db.ClaimRun(summary.experiment_id, infos[i], getpid());
+      }
+    } catch (const results::ResultsError& e) {
+      progress.Clear();
+      throw results::ResultsError(
+          e, SweepStopped("cell " + std::to_string(cell.index) + " could not be started", summary,
+                          i, plan.cells.size()));
+    }
+    if (!run_id) {
       ++summary.skipped;
       progress.CellDone(0.0, /*ran=*/false);
       continue;
     }
-    const CellPaths paths(work, cell.hash);
-    fs::remove(paths.result);
-    std::ofstream(paths.cell) << experiment::CellToToml(cell);
-    const int64_t run_id = db.ClaimRun(summary.experiment_id, infos[i], getpid());
     const std::string label = cell.Describe();
     if (!options.progress_line) spdlog::info("[{}/{}] {}", i + 1, summary.cells, label);
     progress.CellStarted(static_cast<int64_t>(i), label);
@@ -258,14 +308,41 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
         });
 
     if (exit.kind == CellExitKind::kInterrupted) {
-      db.ReturnToPending(run_id);
+      try {
+        db.ReturnToPending(*run_id);
+      } catch (const results::ResultsError& e) {
+        // Still 'running': the next sweep runs it again all the same.
+        spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
+      }
       summary.interrupted = true;
       break;
     }
     const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds,
                                   progress.Last(), oom_kills_before);
-    db.FinishRun(run_id, outcome.status, outcome.error,
-                 outcome.result ? &*outcome.result : nullptr);
+    try {
+      db.FinishRun(*run_id, outcome.status, outcome.error,
+                   outcome.result ? &*outcome.result : nullptr);
+    } catch (const results::ResultsError& e) {
+      progress.Clear();
+      // The transaction rolled back: the cell keeps its claim ('running', no figures), or goes
+      // back to 'pending' if the database still takes that; both run again on the next sweep.
+      try {
+        db.ReturnToPending(*run_id);
+      } catch (const results::ResultsError&) {
+      }
+      const fs::path keep = CellFilesDirectory(options.db_path, plan.name);
+      const std::string stem = "cell" + std::to_string(cell.index) + "-" + cell.hash;
+      KeepResultAndClearWork(paths, outcome.result.has_value(), keep, cell);
+      const std::string kept = outcome.result && fs::exists(keep / (stem + ".json"))
+                                   ? " (its result is kept as " + (keep / stem).string() +
+                                         ".json and .txt)"
+                                   : "";
+      throw results::ResultsError(
+          e, SweepStopped("cell " + std::to_string(cell.index) + " ran (status " +
+                              results::RunStatusName(outcome.status) +
+                              ") but its outcome could not be recorded" + kept,
+                          summary, i + 1, plan.cells.size()));
+    }
     Count(summary, outcome.status);
     progress.CellDone(exit.seconds, /*ran=*/true);
     const std::string status = results::RunStatusName(outcome.status);
@@ -279,8 +356,6 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
                            CellFilesDirectory(options.db_path, plan.name), cell);
   }
   progress.Clear();
-  std::error_code ignored;
-  fs::remove_all(work, ignored);
   return summary;
 }
 

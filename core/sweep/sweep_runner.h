@@ -16,6 +16,10 @@
 //   transactions that record the plan and claim and finish each cell (verification_store.h).
 // - Stop requests (SIGINT/SIGTERM) kill the running worker, put its cell back to 'pending' and
 //   end the sweep.
+// - A database that fails during the sweep (stops taking writes, turns corrupt) stops it: the
+//   ResultsError thrown says what ran, what is recorded (every cell before, whole) and what to
+//   do; the cell whose outcome could not be recorded keeps no figures (its result files are kept
+//   beside the database) and runs again on the next sweep, as do the cells after it.
 //
 //   SweepOptions options;
 //   options.db_path = "results/memsweep.db";

@@ -90,6 +90,25 @@ TEST(PlanCommandTest, BadMatrixExitsTwoWithItsPosition) {
       << out.output;
 }
 
+// A library on MEMSWEEP_PLUGIN_PATH that fails to load refuses the experiment before anything is
+// expanded, as one in [plugins] paths does (it was only listed by `memsweep plugins`, and an
+// experiment that named its plugin got "not a known plugin").
+TEST(PlanCommandTest, ALibraryThatFailsOnThePluginPathIsRefused) {
+  const std::string library = std::string(MEMSWEEP_FIXTURE_DIR) + "/fixture_wrong_abi.so";
+  const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml"),
+                                  /*env=*/"MEMSWEEP_PLUGIN_PATH=" + library);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: MEMSWEEP_PLUGIN_PATH names libraries that failed to load:\n"
+                            "  " + library + ": incompatible plugin:\n"
+                            "    ABI version: expected 4, found 999\n"
+                            "    rebuild it against this memsweep's SDK\n"
+                            "rebuild or remove them, or take them out of MEMSWEEP_PLUGIN_PATH "
+                            "(`memsweep plugins` lists every plugin and every failure)\n"),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("cells "), std::string::npos) << out.output;
+}
+
 TEST(PlanCommandTest, AnInvalidCellExitsTwoAndNamesIt) {
   const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml") +
                                   " --set matrix.strategies.batching.micro_batch_size=[2,0]");

@@ -31,6 +31,38 @@ TEST(RunCommandTest, BadInputExitsTwoAndWritesNothing) {
   EXPECT_FALSE(fs::exists(db));
 }
 
+// A --db that is not a database (here: text) is refused before anything runs, with what to do,
+// and the file is left as it was: no abort (it was `terminate called ...`, exit 134).
+TEST(RunCommandTest, ADbThatIsNotADatabaseExitsTwoAndIsLeftAsItIs) {
+  const fs::path dir = FreshTempDir("not_a_db");
+  const fs::path db = dir / "notes.db";
+  const std::string text = "these are my notes, not a database\n" + std::string(5000, 'x') + "\n";
+  std::ofstream(db) << text;
+  const Outcome out = RunMemsweep("run " + SourcePath("experiments/quickstart.toml") +
+                                  " --set experiment.steps=1 --db " + db.string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: " + db.string() +
+                            ": not a results database: the file is not an SQLite database (it was "
+                            "left as it is); pass --db a memsweep results database, or a path "
+                            "where none exists yet to start a new one"),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("terminate called"), std::string::npos) << out.output;
+  std::ifstream in(db);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);
+  for (const fs::path& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry, db) << "nothing but the file itself";
+  }
+  // The commands that read a database say the same.
+  for (const std::string& command : {"compare --db " + db.string(),
+                                     "query --db " + db.string() + " \"SELECT 1\""}) {
+    const Outcome read = RunMemsweep(command);
+    EXPECT_EQ(read.exit_code, 2) << read.output;
+    EXPECT_NE(read.output.find(db.string() + ": not a results database"), std::string::npos)
+        << read.output;
+  }
+}
+
 TEST(RunCommandTest, CudaWithoutAUsableGpuExitsTwoSayingWhatWasFound) {
   const memsweep::env::CudaProbe& cuda = memsweep::env::ProbeCuda();
   if (cuda.usable()) GTEST_SKIP() << "this machine has a usable CUDA device";

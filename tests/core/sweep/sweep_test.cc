@@ -18,6 +18,7 @@
 
 #include "core/results/results_db.h"
 #include "core/sweep/cell_process.h"
+#include "support/cli_runner.h"
 #include "support/run_configs.h"
 
 extern char** environ;
@@ -181,6 +182,96 @@ TEST(SweepTest, SigkillAtRandomMomentsThenResumeLosesAndDuplicatesNothing) {
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), "6");
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics"), "18");  // 6 cells x 3 steps
   EXPECT_EQ(Scalar(db, "SELECT count(*) FROM run_metrics"), "6");
+}
+
+// Three cells; the second breaks the database with the chaos fixture's `action` while it runs;
+// the third would abort if it ran.
+std::string DatabaseBreakingMatrix(const std::string& action, const fs::path& db_path) {
+  return "[strategies.sharding]\nplugin = \"fixture-chaos\"\nfile = \"" + db_path.string() +
+         "\"\n[matrix]\n\"strategies.sharding.action\" = [\"none\", \"" + action +
+         "\", \"abort\"]\n";
+}
+
+// The database turns corrupt while cell 1 runs (another program overwrote it): the sweep stops
+// with exit code 2 and a message that says what happened, what was kept and what to do; cell 2
+// does not run; nothing aborts.
+TEST(SweepTest, ADatabaseCorruptedMidSweepStopsTheSweepWithExitTwo) {
+  const fs::path dir = Scratch("corrupted");
+  const fs::path db_path = dir / "r.db";
+  const fs::path file =
+      WriteExperiment(dir, "corrupted", DatabaseBreakingMatrix("corrupt_database", db_path));
+  const testing_support::Outcome out =
+      testing_support::RunMemsweep("run " + file.string() + " --db " + db_path.string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_EQ(out.output.find("terminate called"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("error: " + db_path.string() + ": file is not a database"),
+            std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("the sweep stopped: cell 1 ran (status ok) but its outcome could not "
+                            "be recorded (its result is kept as " +
+                            (dir / "corrupted" / "cell1-").string()),
+            std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("1 of the 3 cells are recorded; cell 2 did not run.\nTo go on, make "
+                            "the database writable again"),
+            std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("if it is damaged, pass another --db"), std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("[3/3]"), std::string::npos) << out.output;
+  int kept = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "corrupted")) {
+    kept += entry.path().filename().string().rfind("cell1-", 0) == 0;
+  }
+  EXPECT_EQ(kept, 2);  // cell 1's result and summary
+  if (fs::exists(dir / ".memsweep-work")) {
+    EXPECT_TRUE(fs::is_empty(dir / ".memsweep-work")) << "the sweep's work folder is removed";
+  }
+
+  // The next run refuses the damaged file before anything runs, leaving it as it is.
+  const testing_support::Outcome again =
+      testing_support::RunMemsweep("run " + file.string() + " --db " + db_path.string());
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find(db_path.string() + ": not a results database"), std::string::npos)
+      << again.output;
+}
+
+// The database stops taking writes while cell 1 runs (the runner's file-size limit drops to 1
+// byte, as a full disk would refuse them): the sweep stops with exit code 2; cell 0 stays
+// recorded whole, cell 1 has no figures (its transaction rolled back) and runs again next time,
+// as does cell 2, which did not run.
+TEST(SweepTest, ADatabaseThatStopsTakingWritesMidSweepKeepsWhatWasRecorded) {
+  const fs::path dir = Scratch("unwritable");
+  const fs::path db_path = dir / "r.db";
+  const fs::path file =
+      WriteExperiment(dir, "unwritable", DatabaseBreakingMatrix("limit_runner_files", db_path));
+  const testing_support::Outcome out =
+      testing_support::RunMemsweep("run " + file.string() + " --db " + db_path.string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: " + db_path.string() + ": "), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("the sweep stopped: cell 1 ran (status ok) but its outcome could not "
+                            "be recorded"),
+            std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("1 of the 3 cells are recorded; cell 2 did not run."),
+            std::string::npos)
+      << out.output;
+
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  EXPECT_EQ(Scalar(db, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(Scalar(db, "SELECT group_concat(status, ' ') FROM (SELECT status FROM runs "
+                       "ORDER BY cell_index)"),
+            "ok running pending");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics s JOIN runs r ON r.id = s.run_id "
+                       "WHERE r.cell_index = 0"),
+            "3");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM step_metrics s JOIN runs r ON r.id = s.run_id "
+                       "WHERE r.cell_index > 0"),
+            "0");
+  EXPECT_EQ(Scalar(db, "SELECT count(*) FROM run_metrics m JOIN runs r ON r.id = m.run_id "
+                       "WHERE r.cell_index > 0"),
+            "0");
 }
 
 // CPU cells start as forks of the runner by default; --exec-workers starts each as a new
