@@ -30,9 +30,9 @@ constexpr const char* kExperimentColumns = "id, name, source_path, file_text, cr
 SqliteConnection CheckedDatabase(SqliteConnection db) {
   if (db.HoldsADatabase()) return db;
   throw ResultsError(db.path(),
-                     "not a results database: the file is not an SQLite database (it was left as "
-                     "it is); pass --db a memsweep results database, or a path where none exists "
-                     "yet to start a new one");
+                     "not a results database: file is not a database (SQLite); it was left as it "
+                     "is. Pass --db a memsweep results database, or a path where none exists yet "
+                     "to start a new one");
 }
 
 SqliteConnection OpenConnection(const std::string& path, ResultsDb::Mode mode) {

@@ -42,8 +42,8 @@ TEST(RunCommandTest, ADbThatIsNotADatabaseExitsTwoAndIsLeftAsItIs) {
                                   " --set experiment.steps=1 --db " + db.string());
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("error: " + db.string() +
-                            ": not a results database: the file is not an SQLite database (it was "
-                            "left as it is); pass --db a memsweep results database, or a path "
+                            ": not a results database: file is not a database (SQLite); it was "
+                            "left as it is. Pass --db a memsweep results database, or a path "
                             "where none exists yet to start a new one"),
             std::string::npos)
       << out.output;
