@@ -2,7 +2,7 @@
 // [--format table|csv|json]`: each cell of an experiment against a baseline cell, then the main
 // effect of each matrix key that varies. Definitions: docs/results.md.
 //
-//   memsweep compare --experiment ablation --baseline data.micro_batch_size=8
+//   memsweep compare --experiment ablation --baseline strategies.batching.micro_batch_size=8
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -3,7 +3,7 @@
 // With --write-cells DIR it also writes each cell as DIR/cell<index>-<hash>.toml: the file
 // `memsweep worker --cell` runs, e.g. as a rank under torchrun or srun (docs/distributed.md).
 //
-//   memsweep plan experiments/quickstart.toml --set data.seq_len=128
+//   memsweep plan experiments/quickstart.toml --set strategies.batching.seq_len=128
 //   memsweep plan experiments/x.toml --write-cells cells/
 #pragma once
 

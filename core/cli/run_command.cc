@@ -4,13 +4,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/cli/command.h"
 #include "core/config/config_error.h"
 #include "core/config/strategy_resolver.h"
+#include "core/experiment/cell.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
@@ -33,19 +37,28 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-// The params column as "micro_batch_size=2 memory_budget=24MiB": last dotted component only.
+// The params column as "memory_budget=24MiB micro_batch_size=2" or "checkpointing=none
+// precision=fp32": each key by its shortest unambiguous ending (experiment::ShortParamNames), the
+// same in every row, values as experiment::ParamText writes them.
 results::QueryResult WithShortParams(results::QueryResult rows) {
-  for (auto& row : rows.rows) {
-    if (!row[3]) continue;
-    const nlohmann::json params = nlohmann::json::parse(*row[3], nullptr, false);
-    if (!params.is_object()) continue;
-    std::string label;
-    for (const auto& [key, value] : params.items()) {
-      const std::string name = key.substr(key.rfind('.') + 1);
-      label += (label.empty() ? "" : " ") + name + "=" +
-               (value.is_string() ? value.get<std::string>() : value.dump());
+  std::vector<nlohmann::json> params(rows.rows.size());
+  std::vector<std::string> keys;
+  for (size_t r = 0; r < rows.rows.size(); ++r) {
+    if (!rows.rows[r][3]) continue;
+    params[r] = nlohmann::json::parse(*rows.rows[r][3], nullptr, false);
+    if (!params[r].is_object()) continue;
+    for (const auto& [key, value] : params[r].items()) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
     }
-    row[3] = label;
+  }
+  const std::map<std::string, std::string> names = experiment::ShortParamNames(keys);
+  for (size_t r = 0; r < rows.rows.size(); ++r) {
+    if (!params[r].is_object()) continue;
+    std::string label;
+    for (const auto& [key, value] : params[r].items()) {
+      label += (label.empty() ? "" : " ") + names.at(key) + "=" + experiment::ParamText(value);
+    }
+    rows.rows[r][3] = label;
   }
   return rows;
 }
@@ -53,7 +66,8 @@ results::QueryResult WithShortParams(results::QueryResult rows) {
 void PrintCells(const std::string& db_path, int64_t experiment_id) {
   results::ResultsDb db(db_path, results::ResultsDb::Mode::kReadOnly);
   const results::QueryResult rows = db.CellOutcomes(experiment_id);
-  std::cout << results::FormatTable(WithShortParams(rows));
+  // The params say which cell a row is: never cut.
+  std::cout << results::FormatTable(WithShortParams(rows), {.uncut = {"params"}});
 }
 
 ExitCode RunExperiment(const RunOptions& options) {

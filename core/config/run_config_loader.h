@@ -1,7 +1,7 @@
 // Reading a RunConfig from a TOML file, with errors that say where and what to change.
 //
-//   RunConfig cfg = LoadRunConfig("experiments/quickstart.toml",
-//                                 {"strategies.batching.seq_len=128"});
+//   RunConfig cfg =
+//       LoadRunConfig("experiments/quickstart.toml", {"strategies.batching.seq_len=128"});
 //
 // Every error is a ConfigError whose message starts with "file:line:column:" (or "file:" when
 // no position applies): malformed TOML, unknown sections or keys (the allowed ones are listed),

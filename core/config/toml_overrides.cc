@@ -1,6 +1,7 @@
 #include "core/config/toml_overrides.h"
 
 #include "core/config/config_error.h"
+#include "core/config/dotted_keys.h"
 
 namespace memsweep::config {
 
@@ -12,9 +13,9 @@ void ApplyOverride(toml::table& root, const std::string& assignment) {
   }
   const std::string dotted = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
-  const auto dot = dotted.rfind('.');
-  if (dot == std::string::npos) {
-    throw ConfigError("--set " + assignment + ": the key must name its section, e.g. data.seq_len");
+  if (dotted.find('.') == std::string::npos) {
+    throw ConfigError("--set " + assignment +
+                      ": the key must name its section, e.g. strategies.batching.seq_len=128");
   }
   toml::table parsed;
   try {
@@ -22,19 +23,9 @@ void ApplyOverride(toml::table& root, const std::string& assignment) {
   } catch (const toml::parse_error&) {
     parsed = toml::table{{"v", value}};  // a bare word: take it as a string
   }
-  toml::table* table = &root;
-  std::string_view rest(dotted.data(), dot);
-  while (!rest.empty()) {
-    const auto next = rest.find('.');
-    const std::string part(rest.substr(0, next));
-    auto [it, inserted] = table->insert(part, toml::table{});
-    if (!it->second.is_table()) {
-      throw ConfigError("--set " + assignment + ": '" + part + "' is not a table");
-    }
-    table = it->second.as_table();
-    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
-  }
-  table->insert_or_assign(dotted.substr(dot + 1), *parsed.get("v"));
+  // A copy, which has no file position: messages about the value name the experiment file.
+  toml::table copy = parsed;
+  AssignAtPath(root, dotted, std::move(*copy.get("v")), {}, "--set " + assignment);
 }
 
 }  // namespace memsweep::config

@@ -4,13 +4,16 @@
 #include <set>
 
 #include "core/config/config_error.h"
+#include "core/config/dotted_keys.h"
 #include "core/config/toml_reader.h"
-#include "core/experiment/dotted_keys.h"
 
 namespace memsweep::experiment {
 namespace {
 
+using config::CanonicalKey;
 using config::ConfigError;
+using config::IsUnder;
+using config::KeysOverlap;
 using config::Where;
 
 constexpr const char* kLabel = "[[ablation]]";
@@ -30,8 +33,9 @@ std::string StepName(toml::table& table, const std::string& source) {
   return text;
 }
 
-void CheckStep(const AblationStep& step, const std::vector<AblationStep>& earlier,
-               const MatrixSpec& spec, const std::string& source) {
+void CheckStep(const toml::table& root, const AblationStep& step,
+               const std::vector<AblationStep>& earlier, const MatrixSpec& spec,
+               const std::string& source) {
   if (step.entry.items.empty()) {
     throw ConfigError(Where(source, step.entry.where) + kLabel + " \"" + step.name +
                       "\" changes nothing; give the dotted keys it sets, e.g. " +
@@ -45,14 +49,14 @@ void CheckStep(const AblationStep& step, const std::vector<AblationStep>& earlie
   }
   for (const MatrixItem& item : step.entry.items) {
     for (const MatrixAxis& axis : spec.axes) {
-      if (!IsUnder(item.key, axis.key) && !IsUnder(axis.key, item.key)) continue;
+      if (!KeysOverlap(root, item.key, axis.key)) continue;
       throw ConfigError(Where(source, item.where) + kLabel + " \"" + step.name + "\" sets '" +
                         item.key + "', which [matrix] varies ('" + axis.key +
                         "'); vary a key in the matrix or in the ablation, not both");
     }
     for (const AblationStep& other : earlier) {
       for (const MatrixItem& theirs : other.entry.items) {
-        if (!IsUnder(item.key, theirs.key) && !IsUnder(theirs.key, item.key)) continue;
+        if (!KeysOverlap(root, item.key, theirs.key)) continue;
         throw ConfigError(Where(source, item.where) + kLabel + " \"" + step.name + "\" sets '" +
                           item.key + "', which step \"" + other.name + "\" sets too ('" +
                           theirs.key + "'); with both on, one would silently win: merge them");
@@ -76,19 +80,22 @@ void ReadAblation(toml::table& root, const std::string& source, MatrixSpec& spec
     AblationStep step;
     step.name = StepName(table, source);
     step.entry = ReadEntryTable(table, kLabel, {"name"}, spec, source);
-    CheckStep(step, spec.ablation, spec, source);
+    CheckStep(root, step, spec.ablation, spec, source);
     spec.ablation.push_back(std::move(step));
   }
 }
 
-void PinAblationOverrides(const std::vector<std::string>& overrides, MatrixSpec& spec) {
+void PinAblationOverrides(const toml::table& root, const std::vector<std::string>& overrides,
+                          MatrixSpec& spec) {
   for (const std::string& assignment : overrides) {
-    const std::string key = assignment.substr(0, assignment.find('='));
+    const std::string key = CanonicalKey(root, assignment.substr(0, assignment.find('=')));
     for (AblationStep& step : spec.ablation) {
       // Items are flattened to leaf keys, so a --set names an item or a table holding items.
       auto& items = step.entry.items;
       items.erase(std::remove_if(items.begin(), items.end(),
-                                 [&](const MatrixItem& item) { return IsUnder(item.key, key); }),
+                                 [&](const MatrixItem& item) {
+                                   return IsUnder(CanonicalKey(root, item.key), key);
+                                 }),
                   items.end());
     }
   }

@@ -25,11 +25,14 @@ struct AblationVariant {
 };
 
 // Reads root["ablation"] into spec.ablation (absent: no steps). The steps' keys must not
-// overlap a key the matrix varies or a key of another step. Throws config::ConfigError.
+// overlap a key the matrix varies or a key of another step (however each names list entries).
+// Throws config::ConfigError.
 void ReadAblation(toml::table& root, const std::string& source, MatrixSpec& spec);
 // Drops the items of steps that a --set assignment overrides (the set value wins in every cell),
 // and the steps left with no item.
-void PinAblationOverrides(const std::vector<std::string>& overrides, MatrixSpec& spec);
+// Keys are compared as paths into `root` (config::CanonicalKey).
+void PinAblationOverrides(const toml::table& root, const std::vector<std::string>& overrides,
+                          MatrixSpec& spec);
 
 // baseline, +each step, all, all-each step; a variant whose set of steps is already listed is left
 // out (with one step: baseline and +step; with two, "all-a" is "+b").

@@ -1,8 +1,11 @@
 #include "core/experiment/cell.h"
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "core/config/config_error.h"
+#include "core/config/dotted_keys.h"
 #include "core/config/run_config_loader.h"
 #include "core/experiment/sha256.h"
 #include "core/experiment/toml_json.h"
@@ -13,8 +16,33 @@ namespace {
 constexpr size_t kHashDigits = 16;
 constexpr const char* kMetadataTable = "cell";
 
-std::string ValueText(const nlohmann::json& value) {
-  return value.is_string() ? value.get<std::string>() : value.dump();
+// A string inside a list or table: bare when it is a plain word.
+std::string InnerText(const nlohmann::json& value) {
+  if (!value.is_string()) return ParamText(value);
+  const std::string& text = value.get_ref<const std::string&>();
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_.+-/").find(c) !=
+                                                             std::string_view::npos;
+  });
+  return plain ? text : value.dump();
+}
+
+bool IsIndex(const std::string& part) {
+  return !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The name of the key whose dotted parts are `parts` when its last `n` parts are kept: without a
+// trailing "plugin" (the slot names it); "" when the kept parts start with a list index or are a
+// bare "plugin".
+std::string EndingName(const std::vector<std::string>& parts, size_t n) {
+  const size_t first = parts.size() - n;
+  if (IsIndex(parts[first])) return "";
+  size_t end = parts.size();
+  if (parts.back() == "plugin" && n > 1) --end;
+  if (parts[first] == "plugin" && end - first == 1) return "";
+  std::string name;
+  for (size_t i = first; i < end; ++i) name += (i == first ? "" : ".") + parts[i];
+  return name;
 }
 
 template <typename T>
@@ -32,7 +60,7 @@ T Required(const toml::table& metadata, const char* key, const std::string& text
 std::string Cell::Label() const {
   std::string label;
   for (const auto& [key, value] : params.items()) {
-    label += (label.empty() ? "" : " ") + key + "=" + ValueText(value);
+    label += (label.empty() ? "" : " ") + key + "=" + ParamText(value);
   }
   return label;
 }
@@ -41,6 +69,51 @@ std::string Cell::Describe() const {
   const std::string label = Label();
   return "cell " + std::to_string(index) + " (" + (label.empty() ? "" : label + ", ") + "repeat " +
          std::to_string(repeat) + ", seed " + std::to_string(seed) + ")";
+}
+
+std::string ParamText(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array()) {
+    std::string text;
+    for (const nlohmann::json& item : value) text += (text.empty() ? "" : ",") + InnerText(item);
+    return "[" + text + "]";
+  }
+  if (!value.is_object()) return value.dump();
+  std::string fields;
+  for (const auto& [key, item] : value.items()) {
+    if (key == "plugin" && item.is_string()) continue;
+    fields += (fields.empty() ? "" : ",") + key + "=" + InnerText(item);
+  }
+  const auto plugin = value.find("plugin");
+  if (plugin == value.end() || !plugin->is_string()) return "{" + fields + "}";
+  return plugin->get<std::string>() + (fields.empty() ? "" : "(" + fields + ")");
+}
+
+std::map<std::string, std::string> ShortParamNames(const std::vector<std::string>& keys) {
+  std::vector<std::vector<std::string>> parts;
+  for (const std::string& key : keys) parts.push_back(config::SplitDottedKey(key));
+  // Would `name` read as an ending of another key than the i-th?
+  const auto taken = [&](const std::string& name, size_t i) {
+    for (size_t j = 0; j < keys.size(); ++j) {
+      if (keys[j] == keys[i]) continue;
+      for (size_t n = 1; n <= parts[j].size(); ++n) {
+        if (EndingName(parts[j], n) == name) return true;
+      }
+    }
+    return false;
+  };
+  std::map<std::string, std::string> names;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string chosen = keys[i];
+    for (size_t n = 1; n <= parts[i].size(); ++n) {
+      const std::string name = EndingName(parts[i], n);
+      if (name.empty() || taken(name, i)) continue;
+      chosen = name;
+      break;
+    }
+    names[keys[i]] = chosen;
+  }
+  return names;
 }
 
 std::string CellHash(const toml::table& document) {

@@ -10,9 +10,11 @@
 #include <toml++/toml.h>
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memsweep::experiment {
 
@@ -32,11 +34,28 @@ struct Cell {
   // the reference combination's cell with the same repeat); "" when the experiment names none.
   std::string reference_hash;
 
-  // "data.micro_batch_size=2 device.memory_budget=32MiB" (keys sorted; "" without a matrix).
+  // "device.memory_budget=32MiB strategies.batching.micro_batch_size=2" (keys sorted, values as
+  // ParamText writes them; "" without a matrix).
   std::string Label() const;
-  // "cell 3 (data.micro_batch_size=2 ..., repeat 1, seed 1235)", for messages.
+  // "cell 3 (device.memory_budget=32MiB ..., repeat 1, seed 1235)", for messages.
   std::string Describe() const;
 };
+
+// A parameter's value as a table shows it, on one line without spaces: a string bare (inside a
+// list or table quoted when it holds anything but letters, digits and _.+-/), a number or boolean
+// as JSON, a table with a plugin as plugin(key=value,...), another table as {key=value,...}, a
+// list as [value,...]:
+//   [{plugin = "empty_cache", every = 2}]  ->  [empty_cache(every=2)]
+std::string ParamText(const nlohmann::json& value);
+
+// Short names for the dotted keys of cells' params, for tables whose rows show them side by
+// side: each key's shortest ending that no ending of another key equals, where a slot's plugin key
+// is named by its slot and a list entry by its list (an ending never starts with an index):
+//   device.memory_budget, strategies.batching.micro_batch_size -> memory_budget, micro_batch_size
+//   strategies.checkpointing.plugin, strategies.precision.plugin -> checkpointing, precision
+//   strategies.callbacks.0.every, strategies.checkpointing.every -> callbacks.0.every,
+//                                                                   checkpointing.every
+std::map<std::string, std::string> ShortParamNames(const std::vector<std::string>& keys);
 
 // The first 16 hex digits of the SHA-256 of the document as canonical JSON (keys sorted,
 // compact): equal content gives an equal hash on every machine, whatever the key order.

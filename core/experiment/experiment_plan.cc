@@ -8,12 +8,12 @@
 #include <stdexcept>
 
 #include "core/config/config_error.h"
+#include "core/config/dotted_keys.h"
 #include "core/config/run_config.h"
 #include "core/config/run_config_loader.h"
 #include "core/config/toml_overrides.h"
 #include "core/config/toml_reader.h"
 #include "core/experiment/cell_selector.h"
-#include "core/experiment/dotted_keys.h"
 #include "core/experiment/matrix.h"
 #include "core/experiment/matrix_overrides.h"
 
@@ -21,6 +21,7 @@ namespace memsweep::experiment {
 namespace {
 
 using config::ConfigError;
+using config::FindAtPath;
 using config::Where;
 
 // One parse of the file with the overrides applied, and its matrix.

@@ -2,7 +2,8 @@
 // its [matrix] (docs/experiment-format.md, "Matrices") and repeat — each validated before
 // anything runs.
 //
-//   ExperimentPlan plan = LoadExperimentPlan("experiments/quickstart.toml", {"data.seq_len=128"});
+//   ExperimentPlan plan =
+//       LoadExperimentPlan("experiments/quickstart.toml", {"strategies.batching.seq_len=128"});
 //   for (const Cell& cell : plan.cells) {
 //     config::RunConfig cfg = config::RunConfigFromTable(cell.document, cell.source);
 //     ...

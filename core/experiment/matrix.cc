@@ -4,9 +4,9 @@
 #include <tuple>
 
 #include "core/config/config_error.h"
+#include "core/config/dotted_keys.h"
 #include "core/experiment/ablation.h"
 #include "core/config/toml_reader.h"
-#include "core/experiment/dotted_keys.h"
 #include "core/experiment/matrix_overrides.h"
 #include "core/experiment/toml_json.h"
 
@@ -14,6 +14,7 @@ namespace memsweep::experiment {
 namespace {
 
 using config::ConfigError;
+using config::KeysOverlap;
 using config::Where;
 
 // More combinations than any sweep could run; guards against a typo exhausting memory.
@@ -43,7 +44,8 @@ void ReadAxes(toml::table& table, const std::string& prefix, const std::string& 
     }
     if (dotted.find('.') == std::string::npos) {
       throw ConfigError(Where(source, key.source()) + "[matrix] key '" + dotted +
-                        "' must name a section and a key, e.g. \"data.micro_batch_size\" = [1, 2]");
+                        "' must name a section and a key, e.g. \"strategies.batching.micro_batch_size\" = "
+                        "[1, 2]");
     }
     if (!node.is_array() || node.as_array()->empty()) {
       throw ConfigError(Where(source, node.source()) + "[matrix] \"" + dotted +
@@ -66,14 +68,21 @@ void ReadAxes(toml::table& table, const std::string& prefix, const std::string& 
   }
 }
 
-void CheckAxesDoNotOverlap(const MatrixSpec& spec, const std::string& source) {
+// Keys are compared as paths into `root`: "strategies.callbacks.0" and
+// "strategies.callbacks.empty_cache" may name one list entry.
+void CheckAxesDoNotOverlap(const toml::table& root, const MatrixSpec& spec,
+                           const std::string& source) {
   for (size_t i = 0; i < spec.axes.size(); ++i) {
     for (size_t j = i + 1; j < spec.axes.size(); ++j) {
       const std::string& a = spec.axes[i].key;
       const std::string& b = spec.axes[j].key;
-      if (!IsUnder(a, b) && !IsUnder(b, a)) continue;
+      if (!KeysOverlap(root, a, b)) continue;
+      const bool same = config::CanonicalKey(root, a) == config::CanonicalKey(root, b);
       throw ConfigError(Where(source, spec.axes[j].where) + "[matrix] keys '" + a + "' and '" + b +
-                        "' overlap: one lies inside the other; vary only one of them");
+                        "' overlap: " +
+                        (same ? "both name one value, a list entry by its index and by its plugin"
+                              : "one lies inside the other") +
+                        "; vary only one of them");
     }
   }
 }
@@ -93,7 +102,7 @@ void FlattenEntry(toml::table& table, const std::string& prefix, const std::stri
     }
     if (dotted.find('.') == std::string::npos) {
       throw ConfigError(Where(source, key.source()) + label + " key '" + dotted +
-                        "' must be a dotted key such as \"data.micro_batch_size\"");
+                        "' must be a dotted key such as \"strategies.batching.micro_batch_size\"");
     }
     for (const MatrixItem& item : entry.items) {
       if (item.key != dotted) continue;
@@ -135,14 +144,11 @@ void CheckExcludes(const MatrixSpec& spec, const std::string& source) {
   }
 }
 
-void CheckIncludes(const MatrixSpec& spec, const std::string& source) {
+void CheckIncludes(const toml::table& root, const MatrixSpec& spec, const std::string& source) {
   for (const MatrixEntry& entry : spec.includes) {
     for (const MatrixItem& item : entry.items) {
       for (const MatrixAxis& axis : spec.axes) {
-        if (item.key == axis.key ||
-            (!IsUnder(item.key, axis.key) && !IsUnder(axis.key, item.key))) {
-          continue;
-        }
+        if (item.key == axis.key || !KeysOverlap(root, item.key, axis.key)) continue;
         throw ConfigError(Where(source, item.where) + "[[matrix.include]] key '" + item.key +
                           "' overlaps the matrix key '" + axis.key +
                           "'; name the matrix key itself or a key outside it");
@@ -251,7 +257,7 @@ MatrixSpec ReadMatrix(toml::table& root, const std::string& source,
   toml::node* node = root.get("matrix");
   if (node == nullptr) {
     ReadAblation(root, source, spec);
-    PinAblationOverrides(overrides, spec);
+    PinAblationOverrides(root, overrides, spec);
     return spec;
   }
   if (!node->is_table()) {
@@ -265,14 +271,14 @@ MatrixSpec ReadMatrix(toml::table& root, const std::string& source,
                    [&source](const MatrixAxis& a, const MatrixAxis& b) {
                      return PositionKey(a.where, source) < PositionKey(b.where, source);
                    });
-  CheckAxesDoNotOverlap(spec, source);
+  CheckAxesDoNotOverlap(root, spec, source);
   spec.excludes = ReadEntries(matrix, "exclude", spec, source);
   spec.includes = ReadEntries(matrix, "include", spec, source);
   CheckExcludes(spec, source);
-  CheckIncludes(spec, source);
+  CheckIncludes(root, spec, source);
   PinOverriddenKeys(root, overrides, spec);
   ReadAblation(root, source, spec);
-  PinAblationOverrides(overrides, spec);
+  PinAblationOverrides(root, overrides, spec);
   return spec;
 }
 
@@ -303,7 +309,7 @@ std::vector<Combination> MatrixCombinations(const MatrixSpec& spec, const std::s
   if (!combinations.empty()) return combinations;
   if (spec.axes.empty()) {
     throw ConfigError(Where(source, spec.where) + "[matrix] lists no keys to vary: add one " +
-                      "such as \"data.micro_batch_size\" = [1, 2], or remove [matrix]");
+                      "such as \"strategies.batching.micro_batch_size\" = [1, 2], or remove [matrix]");
   }
   throw ConfigError(Where(source, spec.where) + "[matrix] expands to zero cells: the exclude " +
                     "entries remove every combination; narrow them or add an include entry");
@@ -346,12 +352,12 @@ void AssignCombination(toml::table& root, MatrixSpec& spec, const Combination& c
     if (ref.origin == ValueRef::Origin::kAxis) {
       MatrixAxis& axis = spec.axes[ref.entry];
       if (axis.pinned) continue;  // the --set value is already in place
-      AssignAtPath(root, key, std::move(*axis.nodes[ref.item]), axis.where, source);
+      config::AssignAtPath(root, key, std::move(*axis.nodes[ref.item]), axis.where, source);
     } else {
       MatrixItem& item = ref.origin == ValueRef::Origin::kAblation
                              ? spec.ablation[ref.entry].entry.items[ref.item]
                              : spec.includes[ref.entry].items[ref.item];
-      AssignAtPath(root, key, std::move(*item.node), item.where, source);
+      config::AssignAtPath(root, key, std::move(*item.node), item.where, source);
     }
   }
   root.erase("matrix");

@@ -3,13 +3,16 @@
 #include <algorithm>
 
 #include "core/config/config_error.h"
+#include "core/config/dotted_keys.h"
 #include "core/config/toml_overrides.h"
-#include "core/experiment/dotted_keys.h"
 #include "core/experiment/toml_json.h"
 
 namespace memsweep::experiment {
 
+using config::CanonicalKey;
 using config::ConfigError;
+using config::FindAtPath;
+using config::IsUnder;
 
 bool ApplyMatrixOverride(toml::table& root, const std::string& assignment,
                          const std::string& source) {
@@ -28,20 +31,23 @@ bool ApplyMatrixOverride(toml::table& root, const std::string& assignment,
   if (matrix.contains(axis)) {  // the quoted form: keep the key (and its position)
     matrix.insert_or_assign(axis, std::move(value));
   } else {
-    AssignAtPath(matrix, axis, std::move(value), {}, source);
+    config::AssignAtPath(matrix, axis, std::move(value), {}, source);
   }
   return true;
 }
 
 // A --set of a key the matrix varies (or of a table holding it) wins over the matrix: the key
-// keeps the set value in every cell. Include entries then cannot set it to anything else.
+// keeps the set value in every cell. Include entries then cannot set it to anything else. Keys
+// are compared as paths into `root`, however each names list entries.
 void PinOverriddenKeys(toml::table& root, const std::vector<std::string>& overrides,
                        MatrixSpec& spec) {
   for (const std::string& assignment : overrides) {
-    const std::string key = assignment.substr(0, assignment.find('='));
-    if (IsUnder(key, "matrix")) continue;  // changes the matrix itself
+    const std::string written = assignment.substr(0, assignment.find('='));
+    if (IsUnder(written, "matrix")) continue;  // changes the matrix itself
+    const std::string key = CanonicalKey(root, written);
     for (MatrixAxis& axis : spec.axes) {
-      if (IsUnder(axis.key, key)) {
+      const std::string axis_key = CanonicalKey(root, axis.key);
+      if (IsUnder(axis_key, key)) {
         toml::node* node = FindAtPath(root, axis.key);
         if (node == nullptr) {
           throw ConfigError("--set " + assignment + ": leaves no value for '" + axis.key +
@@ -50,7 +56,7 @@ void PinOverriddenKeys(toml::table& root, const std::vector<std::string>& overri
         axis.values = {TomlToJson(*node)};
         axis.nodes = {node};
         axis.pinned = true;
-      } else if (IsUnder(key, axis.key)) {
+      } else if (IsUnder(key, axis_key)) {
         throw ConfigError("--set " + assignment + ": [matrix] varies '" + axis.key +
                           "' as a whole; set '" + axis.key + "' instead");
       }
@@ -58,7 +64,8 @@ void PinOverriddenKeys(toml::table& root, const std::vector<std::string>& overri
     for (MatrixEntry& entry : spec.includes) {
       auto& items = entry.items;
       for (const MatrixItem& item : items) {
-        if (spec.FindAxis(item.key) != nullptr || !IsUnder(key, item.key) || key == item.key) {
+        const std::string item_key = CanonicalKey(root, item.key);
+        if (spec.FindAxis(item.key) != nullptr || !IsUnder(key, item_key) || key == item_key) {
           continue;
         }
         throw ConfigError("--set " + assignment + ": [[matrix.include]] sets '" + item.key +
@@ -67,7 +74,7 @@ void PinOverriddenKeys(toml::table& root, const std::vector<std::string>& overri
       items.erase(std::remove_if(items.begin(), items.end(),
                                  [&](const MatrixItem& item) {
                                    return spec.FindAxis(item.key) == nullptr &&
-                                          IsUnder(item.key, key);
+                                          IsUnder(CanonicalKey(root, item.key), key);
                                  }),
                   items.end());
     }

@@ -3,7 +3,8 @@
 // relative to. Definitions: docs/results.md, "compare".
 //
 //   std::vector<CellFigures> cells = GroupIntoCells(runs);
-//   const CellFigures& baseline = cells[FindBaselineCell(cells, "data.micro_batch_size=8")];
+//   const CellFigures& baseline =
+//       cells[FindBaselineCell(cells, "strategies.batching.micro_batch_size=8")];
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 //
 //   ResultsDb db("results/memsweep.db", ResultsDb::Mode::kReadOnly);
 //   CompareOptions options;
-//   options.baseline = "data.micro_batch_size=8";
+//   options.baseline = "strategies.batching.micro_batch_size=8";
 //   std::cout << FormatComparison(Compare(db, options), OutputFormat::kTable);
 #pragma once
 

@@ -69,16 +69,16 @@ std::string PrintableText(const std::string& text, bool whole = false, bool keep
   return cut + "...";
 }
 
-// `whole`: the last column of a table whose last column runs long (TableOptions).
+// `whole`: never cut (TableOptions); `keep_lines`: line breaks kept (a whole last column).
 std::string TableCell(const std::optional<std::string>& value, ValueKind kind,
-                      const std::string& column, bool whole = false) {
+                      const std::string& column, bool whole = false, bool keep_lines = false) {
   if (!value) return "";
   switch (kind) {
     case ValueKind::kInteger:
       if (EndsWith(column, "_bytes")) return memory::FormatBytes(std::stoll(*value));
       return *value;
     case ValueKind::kReal: return HumanReal(std::strtod(value->c_str(), nullptr));
-    default: return PrintableText(*value, whole, whole);
+    default: return PrintableText(*value, whole, keep_lines);
   }
 }
 
@@ -96,6 +96,16 @@ size_t WidestLine(const std::string& text) {
     start = end + 1;
   }
   return widest;
+}
+
+// Which columns TableOptions::uncut names.
+std::vector<bool> UncutColumns(const QueryResult& result, const TableOptions& options) {
+  std::vector<bool> uncut(result.columns.size());
+  for (size_t c = 0; c < uncut.size(); ++c) {
+    uncut[c] = std::find(options.uncut.begin(), options.uncut.end(), result.columns[c]) !=
+               options.uncut.end();
+  }
+  return uncut;
 }
 
 bool IsNumeric(ValueKind kind) { return kind == ValueKind::kInteger || kind == ValueKind::kReal; }
@@ -135,6 +145,11 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
 
 std::string FormatTable(const QueryResult& result, const TableOptions& options) {
   const size_t columns = result.columns.size();
+  const std::vector<bool> uncut = UncutColumns(result, options);
+  std::vector<bool> cut(columns);
+  for (size_t c = 0; c < columns; ++c) {
+    cut[c] = std::find(uncut.begin(), uncut.end(), result.columns[c]) == uncut.end();
+  }
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> widths(columns);
   std::vector<bool> right_aligned(columns, true);
@@ -144,7 +159,8 @@ std::string FormatTable(const QueryResult& result, const TableOptions& options) 
     for (size_t c = 0; c < columns; ++c) {
       const ValueKind kind = result.kinds[r][c];
       const bool whole = options.whole_last_column && c + 1 == columns;
-      line.push_back(TableCell(result.rows[r][c], kind, result.columns[c], whole));
+      line.push_back(TableCell(result.rows[r][c], kind, result.columns[c],
+                               whole || uncut[c], /*keep_lines=*/whole));
       // A whole last column runs past its rule: nothing follows it.
       widths[c] = std::max(widths[c], whole ? std::min(WidestLine(line.back()), kMaxTableCellWidth)
                                             : DisplayWidth(line.back()));
@@ -211,9 +227,10 @@ nlohmann::ordered_json QueryResultToJson(const QueryResult& result) {
 size_t CutTableValues(const QueryResult& result, const TableOptions& options) {
   size_t cut = 0;
   const size_t columns = result.columns.size();
+  const std::vector<bool> uncut = UncutColumns(result, options);
   for (size_t r = 0; r < result.rows.size(); ++r) {
     for (size_t c = 0; c < columns; ++c) {
-      if (options.whole_last_column && c + 1 == columns) continue;
+      if ((options.whole_last_column && c + 1 == columns) || uncut[c]) continue;
       if (IsCut(result.rows[r][c], result.kinds[r][c])) ++cut;
     }
   }

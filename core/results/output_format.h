@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/results/query_result.h"
 
@@ -24,6 +25,9 @@ struct TableOptions {
   // The last column's values are shown whole: never cut, their line breaks starting new lines
   // under the column's start (its rule stays at most 60 wide). For errors and other long text.
   bool whole_last_column = false;
+  // Columns whose values are never cut (shown on one line, line breaks as "\n"): the cells
+  // table's params, which say which cell a row is.
+  std::vector<std::string> uncut;
 };
 
 // Column names, a rule, then one line per row; two spaces between columns; numeric columns

@@ -12,7 +12,7 @@ namespace {
 
 void CheckPositive(int64_t value, const char* key) {
   if (value < 1) {
-    throw DataError(std::string("[data] ") + key + " = " + std::to_string(value) +
+    throw DataError(std::string("[strategies.batching] ") + key + " = " + std::to_string(value) +
                     ": must be at least 1");
   }
 }

@@ -74,7 +74,8 @@ void ForEachEncodedDocument(const DataConfig& config, const Add& add) {
 
 TokenSequences LoadTokenSequences(const DataConfig& config, LongDocuments long_documents) {
   if (config.seq_len < 1) {
-    throw DataError("[data] seq_len = " + std::to_string(config.seq_len) + ": must be at least 1");
+    throw DataError("[strategies.batching] seq_len = " + std::to_string(config.seq_len) +
+                    ": must be at least 1");
   }
   const int64_t max_tokens = config.seq_len + 1;
   TokenSequences sequences;
@@ -103,7 +104,8 @@ TokenSequences LoadTokenSequences(const DataConfig& config, LongDocuments long_d
     throw DataError(config.path + ": " + std::to_string(count) +
                     " tokens, fewer than one sequence of seq_len + 1 = " +
                     std::to_string(max_tokens) +
-                    " tokens: use a larger token file or a smaller [data] seq_len");
+                    " tokens: use a larger token file or a smaller [strategies.batching] "
+                    "seq_len");
   }
   tokens.resize(static_cast<size_t>(windows * max_tokens));
   sequences.tokens = std::move(tokens);

@@ -10,8 +10,8 @@ namespace {
 
 data::TokenSequences LoadChecked(const data::DataConfig& config) {
   if (config.micro_batch_size < 1) {
-    throw data::DataError("[data] micro_batch_size = " + std::to_string(config.micro_batch_size) +
-                          ": must be at least 1");
+    throw data::DataError("[strategies.batching] micro_batch_size = " +
+                          std::to_string(config.micro_batch_size) + ": must be at least 1");
   }
   return data::LoadTokenSequences(config, data::LongDocuments::kKeep);
 }

@@ -16,8 +16,8 @@ constexpr uint64_t kRowShuffleSalt = 0x7061636B726F7773ULL;  // "packrows"
 
 data::TokenSequences LoadChecked(const data::DataConfig& config, const PackOptions& options) {
   if (config.micro_batch_size < 1) {
-    throw data::DataError("[data] micro_batch_size = " + std::to_string(config.micro_batch_size) +
-                          ": must be at least 1");
+    throw data::DataError("[strategies.batching] micro_batch_size = " +
+                          std::to_string(config.micro_batch_size) + ": must be at least 1");
   }
   if (options.window < 1) {
     throw std::invalid_argument("window = " + std::to_string(options.window) +

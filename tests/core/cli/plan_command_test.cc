@@ -119,4 +119,42 @@ TEST(PlanCommandTest, AnInvalidCellExitsTwoAndNamesIt) {
       << out.output;
 }
 
+// A matrix over whole callback lists lists each as it reads in the file, on one line; a list
+// entry out of range exits 2 naming the list's line and its entries.
+TEST(PlanCommandTest, ListValuesReadAsPluginsAndEntriesAreAddressable) {
+  const fs::path dir = FreshTempDir("plan_lists");
+  const std::string head = "[data]\npath = \"" +
+                           SourcePath("experiments/data/devils-dictionary.jsonl") + "\"\n"
+                           "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n";
+  const fs::path whole = dir / "whole.toml";
+  std::ofstream(whole) << head << "[matrix]\n\"strategies.callbacks\" = "
+                       << "[[{plugin = \"empty_cache\", every = 2}], "
+                       << "[{plugin = \"empty_cache\", every = 3}, {plugin = \"empty_cache\"}]]\n";
+  Outcome out = RunMemsweep("plan " + whole.string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("  strategies.callbacks=[empty_cache(every=2)]\n"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("  strategies.callbacks=[empty_cache(every=3),empty_cache]\n"),
+            std::string::npos)
+      << out.output;
+
+  const fs::path entry = dir / "entry.toml";
+  std::ofstream(entry) << head << "[matrix]\n\"strategies.callbacks.empty_cache.every\" = [1, 2]\n";
+  out = RunMemsweep("plan " + entry.string() + " --set strategies.callbacks.0.every=5");
+  ASSERT_EQ(out.exit_code, 0) << out.output;  // the --set pins the matrix key
+  EXPECT_NE(out.output.find("cells       1 (1 combination x 1 repeat)"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("  strategies.callbacks.empty_cache.every=5\n"), std::string::npos)
+      << out.output;
+
+  out = RunMemsweep("plan " + entry.string() + " --set strategies.callbacks.1.every=5");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: --set strategies.callbacks.1.every=5: cannot set "
+                            "'strategies.callbacks.1.every': 'strategies.callbacks' (" +
+                            entry.string() + ":3) has no entry '1'; its entries are 0 "
+                            "(empty_cache): name one by its index (0) or by its plugin"),
+            std::string::npos)
+      << out.output;
+}
+
 }  // namespace

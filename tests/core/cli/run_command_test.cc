@@ -75,6 +75,30 @@ TEST(RunCommandTest, CudaWithoutAUsableGpuExitsTwoSayingWhatWasFound) {
   EXPECT_FALSE(fs::exists(db));  // nothing ran, nothing was written
 }
 
+// The final table names each matrix key so that a reader knows which slot it is: a plugin key
+// by its slot, a list entry's parameter by its own name where no other key shares it.
+TEST(RunCommandTest, ParamsColumnNamesTheSlotOfEachPlugin) {
+  const fs::path dir = FreshTempDir("slots");
+  const fs::path file = dir / "slots.toml";
+  std::ofstream(file) << "[experiment]\nname = \"slots\"\nsteps = 2\nwarmup_steps = 1\n"
+                      << "[model]\npreset = \"tiny\"\n[data]\npath = \""
+                      << SourcePath("experiments/data/devils-dictionary.jsonl") << "\"\n"
+                      << "[device]\nthreads = 2\n"
+                      << "[strategies.batching]\nseq_len = 32\nmicro_batch_size = 2\n"
+                      << "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n"
+                      << "[matrix]\n\"strategies.checkpointing.plugin\" = [\"none\", \"full\"]\n"
+                      << "\"strategies.precision.plugin\" = [\"fp32\"]\n"
+                      << "\"strategies.callbacks.empty_cache.every\" = [1]\n";
+  const Outcome out = RunMemsweep("run " + file.string() + " --db " + (dir / "r.db").string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("  ok      every=1 checkpointing=none precision=fp32  "),
+            std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("  ok      every=1 checkpointing=full precision=fp32  "),
+            std::string::npos)
+      << out.output;
+}
+
 TEST(RunCommandTest, QuickstartRunsEveryCellAndRecordsTheOomCell) {
   const fs::path dir = FreshTempDir("quickstart");
   const fs::path db_path = dir / "r.db";

@@ -264,6 +264,13 @@ TEST(BatcherTest, RejectsNonPositiveSeqLenAndMicroBatchSize) {
   config.seq_len = 16;
   config.micro_batch_size = 0;
   EXPECT_THROW(Batcher(config, /*seed=*/1), DataError);
+  // The message names the table that sets the key.
+  try {
+    Batcher batcher(config, /*seed=*/1);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "[strategies.batching] micro_batch_size = 0: must be at least 1");
+  }
 }
 
 }  // namespace

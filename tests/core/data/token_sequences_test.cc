@@ -91,5 +91,29 @@ TEST(TokenSequencesTest, RejectsNonPositiveSeqLen) {
                DataError);
 }
 
+// seq_len is a batching-strategy parameter: the messages name the table that sets it.
+TEST(TokenSequencesTest, SeqLenErrorsNameTheTableThatSetsIt) {
+  const auto message = [](const DataConfig& config) -> std::string {
+    try {
+      LoadTokenSequences(config, LongDocuments::kTruncate);
+    } catch (const DataError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message(JsonlConfig({"a"}, 0)).find("[strategies.batching] seq_len = 0: must be at "
+                                                "least 1"),
+            std::string::npos);
+  DataConfig config;
+  config.path = TempPath(".bin");
+  config.format = DataFormat::kTokens;
+  config.seq_len = 8;
+  WriteTokenFile(config.path, {1, 2, 3}, config.token_dtype);
+  EXPECT_NE(message(config).find("use a larger token file or a smaller [strategies.batching] "
+                                 "seq_len"),
+            std::string::npos)
+      << message(config);
+}
+
 }  // namespace
 }  // namespace memsweep::data

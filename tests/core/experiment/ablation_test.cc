@@ -8,13 +8,14 @@
 
 #include "core/config/config_error.h"
 #include "core/experiment/ablation.h"
-#include "core/experiment/dotted_keys.h"
+#include "core/config/dotted_keys.h"
 #include "core/experiment/experiment_plan.h"
 #include "support/run_configs.h"
 
 namespace memsweep::experiment {
 namespace {
 
+using config::FindAtPath;
 using nlohmann::json;
 
 const std::string kSource = testing_support::SourcePath("experiments/test.toml");

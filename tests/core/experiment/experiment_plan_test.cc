@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -186,7 +188,7 @@ TEST(ExperimentPlanTest, CellsSurviveATomlRoundTrip) {
   ASSERT_EQ(odd.cells.size(), 8u);
   for (const Cell& cell : odd.cells) ExpectRoundTrip(cell);
   EXPECT_EQ(odd.cells[7].Label(),
-            "optimizer.lr=0.30000000000000004 strategies.precision={\"k\":1.0,\"plugin\":\"x\"}");
+            "optimizer.lr=0.30000000000000004 strategies.precision=x(k=1.0)");
 }
 
 TEST(ExperimentPlanTest, ACellTextThatWasChangedIsRejected) {
@@ -250,6 +252,94 @@ TEST(ExperimentPlanTest, EveryBundledExperimentHasAValidPlan) {
   }
   EXPECT_GT(files, 0);
   if (!gpu) EXPECT_GT(cuda_cells, 0);  // experiments/gpu-quickstart.toml at least
+}
+
+// The plan of `text` with every cell validated as a run: "" when it is accepted, else the error.
+std::string ValidatedPlanError(const std::string& text,
+                               const std::vector<std::string>& overrides = {}) {
+  return ErrorOf(text, ValidateCellAsRun, overrides);
+}
+
+// The first match of `pattern` in `error` (group 1 and on), or no groups when nothing matches.
+std::vector<std::string> Suggested(const std::string& error, const std::string& pattern) {
+  std::smatch match;
+  if (!std::regex_search(error, match, std::regex(pattern))) return {};
+  std::vector<std::string> groups;
+  for (size_t i = 1; i < match.size(); ++i) groups.push_back(match[i].str());
+  return groups;
+}
+
+// Each key an error message suggests, taken from the message's own text, is followed as a user
+// would: the planner accepts it and every cell validates as a run.
+TEST(ExperimentPlanTest, EveryKeyAnErrorSuggestsIsAcceptedByThePlanner) {
+  // [matrix] key 'steps' must name a section and a key, e.g. "<key>" = [1, 2]
+  std::string error = ErrorOf("[matrix]\nsteps = [1, 2]\n");
+  std::vector<std::string> hint = Suggested(error, R"(e\.g\. ("[^"]+" = \[[^\]]*\]))");
+  ASSERT_EQ(hint.size(), 1u) << error;
+  EXPECT_EQ(ValidatedPlanError(kData + "[matrix]\n" + hint[0] + "\n"), "") << error;
+
+  // [[matrix.include]] key 'b' must be a dotted key such as "<key>"
+  for (const char* entry : {"include", "exclude"}) {
+    error = ErrorOf("[matrix]\n\"x.a\" = [1, 2]\n[[matrix." + std::string(entry) + "]]\nb = 1\n");
+    hint = Suggested(error, R"(such as ("[^"]+"))");
+    ASSERT_EQ(hint.size(), 1u) << error;
+    EXPECT_EQ(ValidatedPlanError(kData + "[matrix]\n" + hint[0] + " = [1, 2]\n[[matrix." + entry +
+                                 "]]\n" + hint[0] + " = 2\n"),
+              "")
+        << error;
+  }
+
+  // [matrix] lists no keys to vary: add one such as "<key>" = [1, 2], or remove [matrix]
+  error = ErrorOf("[matrix]\n");
+  hint = Suggested(error, R"(such as ("[^"]+" = \[[^\]]*\]))");
+  ASSERT_EQ(hint.size(), 1u) << error;
+  EXPECT_EQ(ValidatedPlanError(kData + "[matrix]\n" + hint[0] + "\n"), "") << error;
+
+  // --set foo=1: the key must name its section, e.g. <key>=<value>
+  error = ErrorOf(kData, AcceptAll, {"seq_len=64"});
+  hint = Suggested(error, R"(e\.g\. (\S+=\S+))");
+  ASSERT_EQ(hint.size(), 1u) << error;
+  EXPECT_EQ(ValidatedPlanError(kData, {hint[0]}), "") << error;
+
+  // [[ablation]] "x" changes nothing; give the dotted keys it sets, e.g. "<key>" = "<value>"
+  error = ErrorOf("[[ablation]]\nname = \"x\"\n");
+  hint = Suggested(error, R"(e\.g\. ("[^"]+" = "[^"]*"))");
+  ASSERT_EQ(hint.size(), 1u) << error;
+  EXPECT_EQ(ValidatedPlanError(kData + "[[ablation]]\nname = \"x\"\n" + hint[0] + "\n"), "")
+      << error;
+
+  // [experiment] reference must be a string ..., e.g. reference = "<key>=<value>"
+  error = ErrorOf("[experiment]\nreference = 3\n");
+  hint = Suggested(error, R"(e\.g\. reference = "([^"=]+)=([^"]+)")");
+  ASSERT_EQ(hint.size(), 2u) << error;
+  EXPECT_EQ(ValidatedPlanError(kData + "[experiment]\nreference = \"" + hint[0] + "=" + hint[1] +
+                               "\"\n[matrix]\n\"" + hint[0] + "\" = [\"" + hint[1] + "\"]\n"),
+            "")
+      << error;
+}
+
+// A callback's parameter varied through its list entry, by index or by plugin: valid runs.
+TEST(ExperimentPlanTest, AListEntryVariedByIndexOrPluginGivesValidCells) {
+  const std::string callbacks =
+      kData + "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n";
+  for (const char* key : {"strategies.callbacks.0.every", "strategies.callbacks.empty_cache.every"}) {
+    ExperimentPlan plan;
+    ASSERT_NO_THROW(plan = ParseExperimentPlan(
+                        callbacks + "[matrix]\n\"" + key + "\" = [1, 2]\n", kSource, {},
+                        ValidateCellAsRun))
+        << key;
+    ASSERT_EQ(plan.cells.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      const config::RunConfig cfg =
+          config::RunConfigFromTable(plan.cells[i].document, plan.cells[i].source);
+      const auto callback = std::find_if(cfg.strategies.begin(), cfg.strategies.end(),
+                                         [](const auto& s) { return s.slot == "callbacks"; });
+      ASSERT_NE(callback, cfg.strategies.end());
+      EXPECT_EQ(callback->plugin, "empty_cache");
+      EXPECT_EQ(callback->params.Int("every"), static_cast<int64_t>(i + 1));
+    }
+  }
+  EXPECT_EQ(ValidatedPlanError(callbacks, {"strategies.callbacks.empty_cache.every=3"}), "");
 }
 
 TEST(ExperimentPlanTest, AMissingFileIsAConfigError) {

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "core/config/config_error.h"
-#include "core/experiment/dotted_keys.h"
+#include "core/config/dotted_keys.h"
 #include "core/experiment/experiment_plan.h"
 #include "support/run_configs.h"
 
 namespace memsweep::experiment {
 namespace {
 
+using config::FindAtPath;
 using nlohmann::json;
 
 const std::string kSource = testing_support::SourcePath("experiments/test.toml");
@@ -232,6 +233,127 @@ TEST(MatrixTest, SetOfAMatrixListReplacesItInEitherForm) {
   EXPECT_EQ(Params(Plan("[matrix]\n\"x.a\" = [1]\n\"x.b\" = [1]\n", set)), expected);
   EXPECT_EQ(Params(Plan("[matrix.x]\na = [1]\nb = [1]\n", set)), expected);
   EXPECT_EQ(Params(Plan("", set)), (std::vector<json>{{{"x.a", 3}}, {{"x.a", 4}}, {{"x.a", 5}}}));
+}
+
+// Two callbacks: a list of tables whose entries are named by index or by plugin.
+const std::string kCallbacks =
+    "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n"
+    "[[strategies.callbacks]]\nplugin = \"grad_clip\"\nmax_norm = 1.0\n";
+
+std::string ErrorOf(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    Plan(text, overrides);
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MatrixTest, AListEntryIsAddressedByIndexOrByPlugin) {
+  const ExperimentPlan by_index =
+      Plan(kCallbacks + "[matrix]\n\"strategies.callbacks.1.max_norm\" = [0.5, 2.0]\n");
+  const ExperimentPlan by_name =
+      Plan(kCallbacks + "[matrix]\n\"strategies.callbacks.grad_clip.max_norm\" = [0.5, 2.0]\n");
+  const ExperimentPlan nested =
+      Plan(kCallbacks + "[matrix.strategies.callbacks.grad_clip]\nmax_norm = [0.5, 2.0]\n");
+  ASSERT_EQ(by_index.cells.size(), 2u);
+  EXPECT_EQ(by_index.cells[1].params, json({{"strategies.callbacks.1.max_norm", 2.0}}));
+  EXPECT_EQ(by_name.cells[1].params, json({{"strategies.callbacks.grad_clip.max_norm", 2.0}}));
+  for (size_t i = 0; i < 2; ++i) {
+    const toml::array& list = *by_index.cells[i].document["strategies"]["callbacks"].as_array();
+    ASSERT_EQ(list.size(), 2u);  // the entry changes in place; nothing is added
+    EXPECT_EQ(list[0].as_table()->get("every")->value<int64_t>(), 10);
+    EXPECT_EQ(list[1].as_table()->get("plugin")->value<std::string>(), "grad_clip");
+    EXPECT_EQ(list[1].as_table()->get("max_norm")->value<double>(), i == 0 ? 0.5 : 2.0);
+    // The same run whichever way the entry is named: the same document, the same hash.
+    EXPECT_EQ(by_name.cells[i].hash, by_index.cells[i].hash);
+    EXPECT_EQ(nested.cells[i].hash, by_index.cells[i].hash);
+  }
+  // A whole entry, and entries of an inline list.
+  const ExperimentPlan whole = Plan(
+      kCallbacks + "[matrix]\n\"strategies.callbacks.0\" = [{plugin = \"empty_cache\", every = 3}]\n");
+  EXPECT_EQ(whole.cells[0].document["strategies"]["callbacks"][0]["every"].value<int64_t>(), 3);
+  const ExperimentPlan inline_list =
+      Plan("[strategies]\ncallbacks = [{plugin = \"a\", k = 1}, {plugin = \"b\", k = 2}]\n"
+           "[matrix]\n\"strategies.callbacks.b.k\" = [5]\n");
+  EXPECT_EQ(inline_list.cells[0].document["strategies"]["callbacks"][1]["k"].value<int64_t>(), 5);
+}
+
+TEST(MatrixTest, IncludesAblationsAndSetReachListEntries) {
+  const ExperimentPlan include = Plan(kCallbacks +
+                                      "[matrix]\n\"x.a\" = [1, 2]\n[[matrix.include]]\n"
+                                      "\"x.a\" = 2\n\"strategies.callbacks.empty_cache.every\" = 1\n");
+  ASSERT_EQ(include.cells.size(), 2u);
+  EXPECT_EQ(include.cells[0].document["strategies"]["callbacks"][0]["every"].value<int64_t>(), 10);
+  EXPECT_EQ(include.cells[1].document["strategies"]["callbacks"][0]["every"].value<int64_t>(), 1);
+
+  const ExperimentPlan ablation =
+      Plan(kCallbacks + "[[ablation]]\nname = \"clip-less\"\n"
+                        "\"strategies.callbacks.grad_clip.max_norm\" = 100.0\n");
+  ASSERT_EQ(ablation.cells.size(), 2u);
+  EXPECT_EQ(ablation.cells[1].document["strategies"]["callbacks"][1]["max_norm"].value<double>(),
+            100.0);
+
+  const ExperimentPlan set = Plan(kCallbacks, {"strategies.callbacks.grad_clip.max_norm=0.25",
+                                               "strategies.callbacks.0.every=4"});
+  EXPECT_EQ(set.cells[0].document["strategies"]["callbacks"][0]["every"].value<int64_t>(), 4);
+  EXPECT_EQ(set.cells[0].document["strategies"]["callbacks"][1]["max_norm"].value<double>(), 0.25);
+
+  // A --set of the entry pins the matrix key, whichever way either names it.
+  const ExperimentPlan pinned =
+      Plan(kCallbacks + "[matrix]\n\"strategies.callbacks.grad_clip.max_norm\" = [0.5, 2.0]\n",
+           {"strategies.callbacks.1.max_norm=3.0"});
+  ASSERT_EQ(pinned.cells.size(), 1u);
+  EXPECT_EQ(pinned.cells[0].params, json({{"strategies.callbacks.grad_clip.max_norm", 3.0}}));
+  EXPECT_EQ(pinned.cells[0].document["strategies"]["callbacks"][1]["max_norm"].value<double>(),
+            3.0);
+  // A --set replacing the matrix's list, in the entry's words.
+  EXPECT_EQ(Plan(kCallbacks, {"matrix.strategies.callbacks.0.every=[1, 2, 3]"}).cells.size(), 3u);
+}
+
+TEST(MatrixTest, AnEntryThatIsNotInTheListIsAnErrorNamingTheListAndItsEntries) {
+  const std::string list = "'strategies.callbacks' (" + kSource + ":1)";
+  const std::string out_of_range =
+      ErrorOf(kCallbacks + "[matrix]\n\"strategies.callbacks.2.every\" = [1]\n");
+  EXPECT_EQ(out_of_range.rfind(kSource + ":8:1: cannot set 'strategies.callbacks.2.every': " +
+                                   list + " has no entry '2'; its entries are 0 (empty_cache), 1 "
+                                          "(grad_clip): name one by its index (0 to 1) or by its "
+                                          "plugin",
+                               0),
+            0u)
+      << out_of_range;
+  EXPECT_NE(out_of_range.find("; in cell 0"), std::string::npos) << out_of_range;
+  const std::string unknown =
+      ErrorOf(kCallbacks + "[[matrix.include]]\n\"strategies.callbacks.grad_klip.max_norm\" = 1\n");
+  EXPECT_EQ(unknown.rfind(kSource + ":8:", 0), 0u) << unknown;  // the include's value
+  EXPECT_NE(unknown.find(": cannot set 'strategies.callbacks.grad_klip.max_norm': " + list +
+                         " has no entry 'grad_klip'; its entries are 0 (empty_cache), 1 "
+                         "(grad_clip): name one by its index (0 to 1) or by its plugin"),
+            std::string::npos)
+      << unknown;
+  const std::string twice = ErrorOf(
+      "[[strategies.callbacks]]\nplugin = \"empty_cache\"\n[[strategies.callbacks]]\n"
+      "plugin = \"empty_cache\"\n[matrix]\n\"strategies.callbacks.empty_cache.every\" = [1]\n");
+  EXPECT_NE(twice.find(" has several entries with plugin \"empty_cache\": name one by its index "
+                       "(0 or 1)"),
+            std::string::npos)
+      << twice;
+  const std::string set = ErrorOf(kCallbacks, {"strategies.callbacks.7.every=1"});
+  EXPECT_EQ(set, "--set strategies.callbacks.7.every=1: cannot set 'strategies.callbacks.7.every': " +
+                     list + " has no entry '7'; its entries are 0 (empty_cache), 1 (grad_clip): "
+                            "name one by its index (0 to 1) or by its plugin");
+}
+
+TEST(MatrixTest, TwoKeysNamingOneListEntryOverlap) {
+  const std::string error =
+      ErrorOf(kCallbacks + "[matrix]\n\"strategies.callbacks.1.max_norm\" = [0.5]\n"
+                           "\"strategies.callbacks.grad_clip.max_norm\" = [2.0]\n");
+  EXPECT_EQ(error.rfind(kSource + ":9:1: [matrix] keys 'strategies.callbacks.1.max_norm' and "
+                                  "'strategies.callbacks.grad_clip.max_norm' overlap: both name "
+                                  "one value, a list entry by its index and by its plugin",
+                        0),
+            0u)
+      << error;
 }
 
 }  // namespace

@@ -98,6 +98,15 @@ TEST(OutputFormatTest, AWholeLastColumnRunsLongAndKeepsItsLineBreaks) {
   EXPECT_EQ(FormatTable(result).find(std::string(58, 'y')), std::string::npos);
 }
 
+TEST(OutputFormatTest, TableLeavesColumnsNamedUncutWhole) {
+  const QueryResult result =
+      Select("SELECT printf('%.100c', 'x') AS params, printf('%.100c', 'y') AS error");
+  const std::string table = FormatTable(result, {.uncut = {"params"}});
+  EXPECT_NE(table.find(std::string(100, 'x') + "  "), std::string::npos) << table;
+  EXPECT_NE(table.find(std::string(57, 'y') + "...\n"), std::string::npos) << table;
+  EXPECT_EQ(CutTableValues(result, {.uncut = {"params"}}), 1u);
+}
+
 TEST(OutputFormatTest, RealTextIsShortestRoundTrip) {
   EXPECT_EQ(RealToText(0.5), "0.5");
   EXPECT_EQ(RealToText(2.0), "2.0");
