@@ -94,8 +94,9 @@ TEST(DottedKeysTest, AssignErrorsNameTheKeyTheListAndItsEntries) {
                  keys.begin()->first.source(), "m.toml");
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("m.toml:1:1: cannot set 'strategies.callbacks.9.every'", 0),
-              0u)
+    EXPECT_EQ(
+        std::string(e.what()).rfind("m.toml:1:1: cannot set 'strategies.callbacks.9.every'", 0),
+        0u)
         << e.what();
   }
 }
@@ -104,18 +105,12 @@ TEST(DottedKeysTest, CanonicalKeyWritesPluginNamesAsIndices) {
   const toml::table root = ParseDocument(kDocument, "x.toml");
   EXPECT_EQ(CanonicalKey(root, "strategies.callbacks.empty_cache.every"),
             "strategies.callbacks.0.every");
-  EXPECT_EQ(CanonicalKey(root, "strategies.callbacks.1.max_norm"), "strategies.callbacks.1.max_norm");
+  EXPECT_EQ(CanonicalKey(root, "strategies.callbacks.1.max_norm"),
+            "strategies.callbacks.1.max_norm");
   EXPECT_EQ(CanonicalKey(root, "strategies.callbacks.grad_clip.max_norm"),
             "strategies.callbacks.grad_clip.max_norm");  // two entries: kept as written
   EXPECT_EQ(CanonicalKey(root, "optimizer.lr"), "optimizer.lr");
   EXPECT_EQ(CanonicalKey(root, "x.y.z"), "x.y.z");
-}
-
-TEST(DottedKeysTest, IsUnderComparesWholeParts) {
-  EXPECT_TRUE(IsUnder("data.path", "data"));
-  EXPECT_TRUE(IsUnder("data", "data"));
-  EXPECT_FALSE(IsUnder("database.x", "data"));
-  EXPECT_EQ(SplitDottedKey("a.b.0"), (std::vector<std::string>{"a", "b", "0"}));
 }
 
 }  // namespace

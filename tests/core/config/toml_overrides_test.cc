@@ -25,21 +25,19 @@ std::string OverrideError(toml::table& root, const std::string& assignment) {
   return "";
 }
 
-TEST(TomlOverridesTest, SetsValuesCreatingTables) {
-  toml::table root = ParseFile("[optimizer]\nlr = 0.003\n", "x.toml");
+TEST(TomlOverridesTest, SetsValuesThroughTablesAndListEntries) {
+  toml::table root = ParseFile(
+      "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n"
+      "[[strategies.callbacks]]\nplugin = \"grad_clip\"\nmax_norm = 1.0\n"
+      "[optimizer]\nlr = 0.003\n",
+      "x.toml");
   ApplyOverride(root, "optimizer.lr=1e-3");
   ApplyOverride(root, "strategies.precision.plugin=bf16");  // a bare word: a string
   ApplyOverride(root, "device.memory_budget=\"32MiB\"");
   EXPECT_EQ(root["optimizer"]["lr"].value<double>(), 1e-3);
   EXPECT_EQ(root["strategies"]["precision"]["plugin"].value<std::string>(), "bf16");
   EXPECT_EQ(root["device"]["memory_budget"].value<std::string>(), "32MiB");
-}
-
-TEST(TomlOverridesTest, ReachesListEntriesByIndexOrPlugin) {
-  toml::table root = ParseFile(
-      "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n"
-      "[[strategies.callbacks]]\nplugin = \"grad_clip\"\nmax_norm = 1.0\n",
-      "x.toml");
+  // List entries, by index or by plugin; the list keeps its entries.
   ApplyOverride(root, "strategies.callbacks.0.every=3");
   ApplyOverride(root, "strategies.callbacks.grad_clip.max_norm=0.5");
   EXPECT_EQ(root["strategies"]["callbacks"][0]["every"].value<int64_t>(), 3);
@@ -48,8 +46,8 @@ TEST(TomlOverridesTest, ReachesListEntriesByIndexOrPlugin) {
   EXPECT_EQ(OverrideError(root, "strategies.callbacks.clip.max_norm=1"),
             "--set strategies.callbacks.clip.max_norm=1: cannot set "
             "'strategies.callbacks.clip.max_norm': 'strategies.callbacks' (x.toml:1) has no entry "
-            "'clip'; its entries are 0 (empty_cache), 1 (grad_clip): name one by its index (0 to 1) "
-            "or by its plugin");
+            "'clip'; its entries are 0 (empty_cache), 1 (grad_clip): name one by its index (0 to "
+            "1) or by its plugin");
 }
 
 TEST(TomlOverridesTest, MalformedAssignmentsSayWhatToWrite) {

@@ -274,14 +274,14 @@ std::vector<std::string> Suggested(const std::string& error, const std::string& 
 TEST(ExperimentPlanTest, EveryKeyAnErrorSuggestsIsAcceptedByThePlanner) {
   // [matrix] key 'steps' must name a section and a key, e.g. "<key>" = [1, 2]
   std::string error = ErrorOf("[matrix]\nsteps = [1, 2]\n");
-  std::vector<std::string> hint = Suggested(error, R"(e\.g\. ("[^"]+" = \[[^\]]*\]))");
+  std::vector<std::string> hint = Suggested(error, R"re(e\.g\. ("[^"]+" = \[[^\]]*\]))re");
   ASSERT_EQ(hint.size(), 1u) << error;
   EXPECT_EQ(ValidatedPlanError(kData + "[matrix]\n" + hint[0] + "\n"), "") << error;
 
   // [[matrix.include]] key 'b' must be a dotted key such as "<key>"
   for (const char* entry : {"include", "exclude"}) {
     error = ErrorOf("[matrix]\n\"x.a\" = [1, 2]\n[[matrix." + std::string(entry) + "]]\nb = 1\n");
-    hint = Suggested(error, R"(such as ("[^"]+"))");
+    hint = Suggested(error, R"re(such as ("[^"]+"))re");
     ASSERT_EQ(hint.size(), 1u) << error;
     EXPECT_EQ(ValidatedPlanError(kData + "[matrix]\n" + hint[0] + " = [1, 2]\n[[matrix." + entry +
                                  "]]\n" + hint[0] + " = 2\n"),
@@ -291,26 +291,26 @@ TEST(ExperimentPlanTest, EveryKeyAnErrorSuggestsIsAcceptedByThePlanner) {
 
   // [matrix] lists no keys to vary: add one such as "<key>" = [1, 2], or remove [matrix]
   error = ErrorOf("[matrix]\n");
-  hint = Suggested(error, R"(such as ("[^"]+" = \[[^\]]*\]))");
+  hint = Suggested(error, R"re(such as ("[^"]+" = \[[^\]]*\]))re");
   ASSERT_EQ(hint.size(), 1u) << error;
   EXPECT_EQ(ValidatedPlanError(kData + "[matrix]\n" + hint[0] + "\n"), "") << error;
 
   // --set foo=1: the key must name its section, e.g. <key>=<value>
   error = ErrorOf(kData, AcceptAll, {"seq_len=64"});
-  hint = Suggested(error, R"(e\.g\. (\S+=\S+))");
+  hint = Suggested(error, R"re(e\.g\. (\S+=\S+))re");
   ASSERT_EQ(hint.size(), 1u) << error;
   EXPECT_EQ(ValidatedPlanError(kData, {hint[0]}), "") << error;
 
   // [[ablation]] "x" changes nothing; give the dotted keys it sets, e.g. "<key>" = "<value>"
   error = ErrorOf("[[ablation]]\nname = \"x\"\n");
-  hint = Suggested(error, R"(e\.g\. ("[^"]+" = "[^"]*"))");
+  hint = Suggested(error, R"re(e\.g\. ("[^"]+" = "[^"]*"))re");
   ASSERT_EQ(hint.size(), 1u) << error;
   EXPECT_EQ(ValidatedPlanError(kData + "[[ablation]]\nname = \"x\"\n" + hint[0] + "\n"), "")
       << error;
 
   // [experiment] reference must be a string ..., e.g. reference = "<key>=<value>"
   error = ErrorOf("[experiment]\nreference = 3\n");
-  hint = Suggested(error, R"(e\.g\. reference = "([^"=]+)=([^"]+)")");
+  hint = Suggested(error, R"re(e\.g\. reference = "([^"=]+)=([^"]+)")re");
   ASSERT_EQ(hint.size(), 2u) << error;
   EXPECT_EQ(ValidatedPlanError(kData + "[experiment]\nreference = \"" + hint[0] + "=" + hint[1] +
                                "\"\n[matrix]\n\"" + hint[0] + "\" = [\"" + hint[1] + "\"]\n"),
@@ -322,7 +322,8 @@ TEST(ExperimentPlanTest, EveryKeyAnErrorSuggestsIsAcceptedByThePlanner) {
 TEST(ExperimentPlanTest, AListEntryVariedByIndexOrPluginGivesValidCells) {
   const std::string callbacks =
       kData + "[[strategies.callbacks]]\nplugin = \"empty_cache\"\nevery = 10\n";
-  for (const char* key : {"strategies.callbacks.0.every", "strategies.callbacks.empty_cache.every"}) {
+  for (const char* key :
+       {"strategies.callbacks.0.every", "strategies.callbacks.empty_cache.every"}) {
     ExperimentPlan plan;
     ASSERT_NO_THROW(plan = ParseExperimentPlan(
                         callbacks + "[matrix]\n\"" + key + "\" = [1, 2]\n", kSource, {},
