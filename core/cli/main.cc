@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
     memsweep::cli::AddQueryCommand(app, query_options, exit_code);
     memsweep::cli::CompareCommandOptions compare_options;
     memsweep::cli::AddCompareCommand(app, compare_options, exit_code);
+    memsweep::cli::CalibrateOptions calibrate_options;
+    memsweep::cli::AddCalibrateCommand(app, calibrate_options, exit_code);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

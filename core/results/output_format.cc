@@ -146,10 +146,6 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
 std::string FormatTable(const QueryResult& result, const TableOptions& options) {
   const size_t columns = result.columns.size();
   const std::vector<bool> uncut = UncutColumns(result, options);
-  std::vector<bool> cut(columns);
-  for (size_t c = 0; c < columns; ++c) {
-    cut[c] = std::find(uncut.begin(), uncut.end(), result.columns[c]) == uncut.end();
-  }
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> widths(columns);
   std::vector<bool> right_aligned(columns, true);

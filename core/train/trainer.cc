@@ -647,7 +647,7 @@ RunResult Trainer::Run() {
   std::function<double()> remeasure;
   if (comm_ == nullptr) {
     remeasure = [&] {
-      return env::RecalibrateGemm(compute_dtype, env::Recalibrate::kIfHigher, device).flops;
+      return env::RecalibrateGemm(facts.compute_dtype, env::Recalibrate::kIfHigher, device).flops;
     };
   }
   CheckMfuAgainstPeak(result.summary, remeasure);
