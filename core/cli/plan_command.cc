@@ -11,6 +11,7 @@
 
 #include "core/cli/command.h"
 #include "core/config/config_error.h"
+#include "core/config/run_config_loader.h"
 #include "core/config/strategy_resolver.h"
 #include "core/experiment/cell.h"
 #include "core/experiment/experiment_plan.h"
@@ -29,6 +30,53 @@ std::string RepeatsText(const experiment::ExperimentPlan& plan) {
   return " x " + std::to_string(repeats) + (repeats == 1 ? " repeat" : " repeats");
 }
 
+// "7,615,616,512 (7.62 B)": exact, then readable.
+std::string CountText(int64_t n) {
+  std::string digits = std::to_string(n), grouped;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  std::ostringstream readable;
+  readable << std::fixed << std::setprecision(2);
+  if (n >= 1'000'000'000) {
+    readable << static_cast<double>(n) / 1e9 << " B";
+  } else if (n >= 1'000'000) {
+    readable << static_cast<double>(n) / 1e6 << " M";
+  } else {
+    return grouped;
+  }
+  return grouped + " (" + readable.str() + ")";
+}
+
+// The model's parameters and how many train, from the shapes alone (the model is not built):
+// one line when every cell agrees, else one per cell.
+std::string ParametersText(const experiment::ExperimentPlan& plan) {
+  std::vector<std::pair<int64_t, int64_t>> counts;  // (total, trainable) per cell
+  for (const experiment::Cell& cell : plan.cells) {
+    const config::ValidatedRun run = config::ValidatedRunFromTable(cell.document, cell.source);
+    counts.emplace_back(run.config.model.llama.ParameterCount(), run.adapter.trainable_params);
+  }
+  const auto line = [](std::pair<int64_t, int64_t> c) {
+    std::ostringstream out;
+    out << CountText(c.first) << " in the model, " << CountText(c.second) << " trainable";
+    if (c.second != c.first && c.first > 0) {
+      out << " (" << std::setprecision(3) << 100.0 * static_cast<double>(c.second) / c.first
+          << " %)";
+    }
+    return out.str();
+  };
+  if (std::all_of(counts.begin(), counts.end(), [&](const auto& c) { return c == counts[0]; })) {
+    return counts.empty() ? "-" : line(counts[0]);
+  }
+  std::string text;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    text += (i == 0 ? "" : "\n            ") + ("cell " + std::to_string(plan.cells[i].index) +
+                                                 ": " + line(counts[i]));
+  }
+  return text;
+}
+
 std::string FormatPlan(const experiment::ExperimentPlan& plan) {
   std::ostringstream out;
   const int64_t cells = static_cast<int64_t>(plan.cells.size());
@@ -39,6 +87,7 @@ std::string FormatPlan(const experiment::ExperimentPlan& plan) {
   std::string varying;
   for (const auto& key : plan.varying_keys) varying += (varying.empty() ? "" : ", ") + key;
   out << "varying     " << (varying.empty() ? "-" : varying) << "\n";
+  out << "parameters  " << ParametersText(plan) << "\n";
   if (plan.reference_combination) {
     for (const experiment::Cell& cell : plan.cells) {
       if (cell.combination != *plan.reference_combination) continue;

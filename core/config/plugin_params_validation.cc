@@ -37,6 +37,19 @@ std::optional<PluginParams::Value> Convert(const toml::node& node, MemsweepParam
         }
       }
       return std::nullopt;
+    case MEMSWEEP_PARAM_STRINGS: {
+      if (node.is_string()) {
+        return PluginParams::Value(std::vector<std::string>{node.as_string()->get()});
+      }
+      const toml::array* list = node.as_array();
+      if (list == nullptr) return std::nullopt;
+      std::vector<std::string> strings;
+      for (const toml::node& item : *list) {
+        if (!item.is_string()) return std::nullopt;
+        strings.push_back(item.as_string()->get());
+      }
+      return PluginParams::Value(std::move(strings));
+    }
   }
   return std::nullopt;
 }
@@ -48,6 +61,7 @@ const char* Expected(MemsweepParamType type) {
     case MEMSWEEP_PARAM_BOOL: return "true or false";
     case MEMSWEEP_PARAM_STRING: return "a string";
     case MEMSWEEP_PARAM_BYTES: return "a size such as \"64MiB\" or a byte count";
+    case MEMSWEEP_PARAM_STRINGS: return "a string or a list of strings, such as [\"q_proj\", \"v_proj\"]";
   }
   return "?";
 }

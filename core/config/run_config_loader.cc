@@ -20,6 +20,7 @@
 #include "core/memory/byte_size.h"
 #include "core/model/hf_config.h"
 #include "core/model/hf_weights.h"
+#include "core/model/linear_shapes.h"
 
 namespace memsweep::config {
 namespace fs = std::filesystem;
@@ -377,6 +378,48 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
   return ParseRunConfig(text.str(), path, overrides);
 }
 
+namespace {
+
+// Where a slot's plugin was configured, for errors: "x.toml:12:1: [strategies.adapter]".
+std::string OriginOf(const RunConfig& cfg, const std::string& slot, const std::string& at) {
+  for (const StrategyChoice& choice : cfg.strategies) {
+    if (choice.slot == slot && !choice.origin.empty()) return choice.origin;
+  }
+  return at + "[strategies." + slot + "]";
+}
+
+// The adapter's plan from the model's shapes (no parameter built): its own refusals (a target
+// module the model lacks, a rank above a layer's width) with its table, and a sharding
+// strategy that cannot leave a frozen base alone.
+AdapterPlan CheckAdapter(const RunConfig& cfg, const plugin::StrategySet& strategies,
+                         const std::string& at) {
+  const plugin::ActiveStrategy* adapter = nullptr;
+  const plugin::ActiveStrategy* sharding = nullptr;
+  for (const plugin::ActiveStrategy& s : strategies) {
+    if (dynamic_cast<const AdapterStrategy*>(s.impl.get()) != nullptr) adapter = &s;
+    if (dynamic_cast<const ShardingStrategy*>(s.impl.get()) != nullptr) sharding = &s;
+  }
+  AdapterPlan plan;
+  plan.trainable_params = cfg.model.llama.ParameterCount();
+  if (adapter == nullptr) return plan;
+  try {
+    plan = dynamic_cast<const AdapterStrategy&>(*adapter->impl).Plan(model::ShapeOf(cfg.model.llama));
+  } catch (const std::exception& e) {
+    throw ConfigError(OriginOf(cfg, "adapter", at) + " (plugin '" + adapter->name + "'): " +
+                      e.what());
+  }
+  if (plan.freezes_base && sharding != nullptr &&
+      !dynamic_cast<const ShardingStrategy&>(*sharding->impl).SupportsFrozenParameters()) {
+    throw ConfigError(OriginOf(cfg, "sharding", at) + " plugin = \"" + sharding->name +
+                      "\" cannot leave a frozen base alone, and [strategies.adapter] plugin = \"" +
+                      adapter->name + "\" freezes the model's parameters: use sharding \"none\" "
+                      "or \"ddp\" with an adapter");
+  }
+  return plan;
+}
+
+}  // namespace
+
 ValidatedRun ValidateRun(RunConfig cfg) {
   const std::string at = cfg.source.empty() ? std::string("config: ") : cfg.source + ": ";
   const model::LlamaConfig& m = cfg.model.llama;
@@ -418,6 +461,7 @@ ValidatedRun ValidateRun(RunConfig cfg) {
                       "gradients of its own, which that check never sees: use sharding \"none\" "
                       "or \"ddp\" with it, or a precision that does not skip steps");
   }
+  const AdapterPlan adapter_plan = CheckAdapter(cfg, strategies, at);
   cfg.data = EffectiveDataConfig(cfg.data, strategies, cfg.source);
   const data::DataConfig& batches = cfg.data;
   if (batches.seq_len > m.max_position_embeddings) {
@@ -462,15 +506,17 @@ ValidatedRun ValidateRun(RunConfig cfg) {
                         std::to_string(m.vocab_size) + ": raise vocab_size above it");
     }
   }
+  // (A frozen base may be stored narrower or quantised: the run measures it.)
   const int64_t param_bytes = m.ParameterCount() * static_cast<int64_t>(sizeof(float));
-  if (cfg.device.memory_budget_bytes && *cfg.device.memory_budget_bytes < param_bytes) {
+  if (cfg.device.memory_budget_bytes && *cfg.device.memory_budget_bytes < param_bytes &&
+      !adapter_plan.freezes_base) {
     throw ConfigError(at + "[device] memory_budget = " +
                       memory::FormatBytes(*cfg.device.memory_budget_bytes) +
                       " is smaller than the model's fp32 parameters alone (" +
                       memory::FormatBytes(param_bytes) +
                       "): raise the budget or choose a smaller model");
   }
-  return ValidatedRun{std::move(cfg), std::move(strategies)};
+  return ValidatedRun{std::move(cfg), std::move(strategies), adapter_plan};
 }
 
 }  // namespace memsweep::config

@@ -42,6 +42,8 @@ RunConfig RunConfigFromTable(const toml::table& root, const std::string& source)
 struct ValidatedRun {
   RunConfig config;
   plugin::StrategySet strategies;
+  // What trains, from the model's shapes (the adapter slot's plan; every parameter without).
+  AdapterPlan adapter;
 };
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
 ValidatedRun ValidateRun(RunConfig cfg);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "memsweep/batch.h"
+#include "core/model/linear_shapes.h"
 #include "core/model/rotary.h"
 
 namespace memsweep::model {
@@ -90,6 +91,32 @@ DecoderBlockImpl::DecoderBlockImpl(const LlamaConfig& config, Construction const
   }
 }
 
+void DecoderBlockImpl::SetLinearShapes(const LinearShape* shapes) {
+  const std::array<std::pair<at::Tensor, at::Tensor>, 7> params = {{{q_proj_, q_bias_},
+                                                                    {k_proj_, k_bias_},
+                                                                    {v_proj_, v_bias_},
+                                                                    {o_proj_, o_bias_},
+                                                                    {gate_proj_, gate_bias_},
+                                                                    {up_proj_, up_bias_},
+                                                                    {down_proj_, down_bias_}}};
+  for (size_t i = 0; i < linears_.size(); ++i) {
+    linears_[i].shape = shapes[i];
+    linears_[i].weight = params[i].first;
+    linears_[i].bias = params[i].second;
+  }
+}
+
+void DecoderBlockImpl::AddTensors(const std::vector<AdapterTensor>& tensors) {
+  for (const AdapterTensor& t : tensors) {
+    register_parameter(t.name, t.tensor, t.tensor.requires_grad());
+  }
+}
+
+at::Tensor DecoderBlockImpl::Apply(size_t layer, const at::Tensor& x) const {
+  const LinearLayer& l = linears_[layer];
+  return l.forward ? l.forward(x, l.weight, l.bias) : at::linear(x, l.weight, l.bias);
+}
+
 void DecoderBlockImpl::Build() {  // the constructor's order: the same random draws
   input_norm_->Build();
   for (at::Tensor* w : {&q_proj_, &k_proj_, &v_proj_, &o_proj_}) BuildParameter(*w, Init::kNormal);
@@ -120,17 +147,16 @@ at::Tensor DecoderBlockImpl::Attention(const at::Tensor& x, const at::Tensor& co
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const int64_t d = config_.HeadDim();
-  const at::Tensor q = at::linear(x, q_proj_, q_bias_).view({b, t, heads, d}).transpose(1, 2);
-  const at::Tensor k = at::linear(x, k_proj_, k_bias_).view({b, t, kv_heads, d}).transpose(1, 2);
-  const at::Tensor v = at::linear(x, v_proj_, v_bias_).view({b, t, kv_heads, d}).transpose(1, 2);
+  const at::Tensor q = Apply(0, x).view({b, t, heads, d}).transpose(1, 2);
+  const at::Tensor k = Apply(1, x).view({b, t, kv_heads, d}).transpose(1, 2);
+  const at::Tensor v = Apply(2, x).view({b, t, kv_heads, d}).transpose(1, 2);
   const at::Tensor out =
       attention(RotateLeading(q, cos, sin), RotateLeading(k, cos, sin), v, inputs);
-  return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), o_proj_, o_bias_);
+  return Apply(3, out.transpose(1, 2).reshape({b, t, heads * d}));
 }
 
 at::Tensor DecoderBlockImpl::Mlp(const at::Tensor& x) {
-  return at::linear(at::silu(at::linear(x, gate_proj_, gate_bias_)) * at::linear(x, up_proj_, up_bias_),
-                    down_proj_, down_bias_);
+  return Apply(6, at::silu(Apply(4, x)) * Apply(5, x));
 }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const at::Tensor& cos,
@@ -164,8 +190,27 @@ std::vector<Block*> LlamaModelImpl::Blocks() const {
   return blocks;
 }
 
+std::vector<LinearLayer*> LlamaModelImpl::Linears() {
+  std::vector<LinearLayer*> layers;
+  for (DecoderBlock& block : blocks_) {
+    for (LinearLayer& l : block->linears()) layers.push_back(&l);
+  }
+  layers.push_back(&lm_head_layer_);
+  return layers;
+}
+
+void LlamaModelImpl::AddGroupTensors(size_t group, const std::vector<AdapterTensor>& tensors) {
+  if (group >= 1 && group <= blocks_.size()) {
+    blocks_[group - 1]->AddTensors(tensors);
+    return;
+  }
+  for (const AdapterTensor& t : tensors) {
+    register_parameter(t.name, t.tensor, t.tensor.requires_grad());
+  }
+}
+
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config, Construction construction)
-    : config_(config) {
+    : config_(config), shape_(ShapeOf(config)) {
   const auto weight = [&](int64_t rows, int64_t cols) {
     return NewParameter({rows, cols}, Init::kNormal, construction);
   };
@@ -179,6 +224,8 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config, Construction construct
   lm_head_ = config.tie_word_embeddings
                  ? embed_tokens_
                  : register_parameter("lm_head", weight(config.vocab_size, config.hidden_size));
+  for (size_t b = 0; b < blocks_.size(); ++b) blocks_[b]->SetLinearShapes(&shape_.linears[7 * b]);
+  lm_head_layer_ = {shape_.linears.back(), lm_head_, {}, {}};
   // Built now: nothing left for BuildGroup.
   if (construction == Construction::kNow) next_group_ = BuildGroupCount();
 }
@@ -211,7 +258,9 @@ at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
   auto [cos, sin] = RotaryTables(position_ids, config_, x.scalar_type());
   const AttentionInputs inputs{position_ids, segment_ids};
   for (auto& block : blocks_) x = block_runner_(*block, x, cos, sin, inputs, attention_);
-  return at::linear(final_norm_->forward(x), lm_head_);
+  const at::Tensor normed = final_norm_->forward(x);
+  const LinearLayer& head = lm_head_layer_;
+  return head.forward ? head.forward(normed, head.weight, head.bias) : at::linear(normed, lm_head_);
 }
 
 namespace {

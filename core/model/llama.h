@@ -24,11 +24,13 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <vector>
 
 #include "core/model/llama_config.h"
 #include "memsweep/attention.h"
 #include "memsweep/model.h"
+#include "memsweep/strategy.h"
 
 namespace memsweep::model {
 
@@ -69,8 +71,18 @@ class DecoderBlockImpl : public torch::nn::Module, public Block {
   std::vector<at::Tensor> Parameters() const override { return parameters(); }
   std::shared_ptr<Block> Share() override;
 
+  // The block's seven linear layers (q, k, v, o, gate, up, down), given their shapes
+  // (model::ShapeOf) by the model that owns the block.
+  void SetLinearShapes(const LinearShape* shapes);
+  std::array<LinearLayer, 7>& linears() { return linears_; }
+  // Registers an adapter's tensors as the block's parameters (after its own).
+  void AddTensors(const std::vector<AdapterTensor>& tensors);
+
  private:
+  at::Tensor Apply(size_t layer, const at::Tensor& x) const;
+
   LlamaConfig config_;
+  std::array<LinearLayer, 7> linears_;  // over the parameters below
   RmsNorm input_norm_{nullptr}, post_attention_norm_{nullptr};
   at::Tensor q_proj_, k_proj_, v_proj_, o_proj_;  // [out, in], as torch.nn.Linear
   at::Tensor gate_proj_, up_proj_, down_proj_;
@@ -97,18 +109,27 @@ class LlamaModelImpl : public torch::nn::Module, public Model {
   const LlamaConfig& config() const { return config_; }
   const std::vector<DecoderBlock>& blocks() const { return blocks_; }
 
+  // Registers an adapter's tensors of group `group` (AdapterStrategy::AdaptGroup) as
+  // parameters: a block's with that block, the others with the model.
+  void AddGroupTensors(size_t group, const std::vector<AdapterTensor>& tensors);
+
   // Model (memsweep/model.h).
   std::vector<at::Tensor> Parameters() const override { return parameters(); }
   std::vector<Block*> Blocks() const override;
+  std::vector<LinearLayer*> Linears() override;
+  at::Tensor Embedding() const override { return embed_tokens_; }
+  const ModelShape& Shape() const override { return shape_; }
 
  private:
   LlamaConfig config_;
+  ModelShape shape_;
   AttentionFn attention_;
   BlockRunner block_runner_ = RunBlockDirectly;
   at::Tensor embed_tokens_;  // [vocab, hidden]
   std::vector<DecoderBlock> blocks_;
   RmsNorm final_norm_{nullptr};
   at::Tensor lm_head_;  // [vocab, hidden]; the embedding itself when tied
+  LinearLayer lm_head_layer_;  // over lm_head_
   size_t next_group_ = 0;  // deferred construction: the next group BuildGroup builds
 };
 TORCH_MODULE(LlamaModel);

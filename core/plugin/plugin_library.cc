@@ -20,6 +20,7 @@ const char* TypeName(MemsweepParamType type) {
     case MEMSWEEP_PARAM_BOOL: return "bool";
     case MEMSWEEP_PARAM_STRING: return "string";
     case MEMSWEEP_PARAM_BYTES: return "bytes";
+    case MEMSWEEP_PARAM_STRINGS: return "strings";
   }
   return nullptr;
 }
@@ -39,6 +40,10 @@ bool DefaultFitsType(const std::string& literal, MemsweepParamType type) {
     case MEMSWEEP_PARAM_BOOL: return v.is_boolean();
     case MEMSWEEP_PARAM_STRING: return v.is_string();
     case MEMSWEEP_PARAM_BYTES: return v.is_integer() || v.is_string();
+    case MEMSWEEP_PARAM_STRINGS:
+      return v.is_string() ||
+             (v.is_array() && v.as_array()->is_homogeneous(toml::node_type::string)) ||
+             (v.is_array() && v.as_array()->empty());
   }
   return false;
 }

@@ -63,15 +63,16 @@ double ShardingStrategy::OptimizerStep(RunContext&, const OptimizerStepSpec&) {
   throw std::logic_error("this sharding strategy does not own the optimizer step");
 }
 void ShardingStrategy::AddModelState(ModelStateTensors&) const {}
+bool ShardingStrategy::SupportsFrozenParameters() const { return false; }
 model::BlockRunner ShardingStrategy::WrapBlockRunner(model::BlockRunner inner) { return inner; }
 Communicator::~Communicator() = default;
 HostPool::~HostPool() = default;
 PluginRegistrar::~PluginRegistrar() = default;
 
 const std::vector<std::string>& SlotNames() {
-  static const std::vector<std::string> kNames = {"allocator", "sharding",  "precision",
-                                                  "packing",   "batching",  "attention",
-                                                  "checkpointing", "callbacks"};
+  static const std::vector<std::string> kNames = {
+      "allocator", "sharding",  "precision",     "adapter",  "packing",
+      "batching",  "attention", "checkpointing", "callbacks"};
   return kNames;
 }
 
@@ -106,6 +107,10 @@ bool PluginParams::Bool(const std::string& name) const { return std::get<bool>(G
 
 const std::string& PluginParams::String(const std::string& name) const {
   return std::get<std::string>(Get(name));
+}
+
+const std::vector<std::string>& PluginParams::Strings(const std::string& name) const {
+  return std::get<std::vector<std::string>>(Get(name));
 }
 
 }  // namespace memsweep

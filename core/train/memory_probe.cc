@@ -66,6 +66,8 @@ void MemoryProbe::End() {
     }
     if (stage_ == Stage::kOptimizerStep) {
       result_.memory.params_bytes = at_end.params_bytes;
+      result_.memory.trainable_params_bytes = at_end.trainable_params_bytes;
+      result_.memory.frozen_params_bytes = at_end.params_bytes - at_end.trainable_params_bytes;
       result_.memory.grads_bytes = std::max(state_at_begin_.grads_bytes, at_end.grads_bytes);
       result_.memory.optimizer_bytes = at_end.optimizer_bytes;
     }

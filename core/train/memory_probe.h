@@ -17,6 +17,7 @@ namespace memsweep::train {
 
 struct ModelState {
   int64_t params_bytes = 0;
+  int64_t trainable_params_bytes = 0;  // of params_bytes
   int64_t grads_bytes = 0;
   int64_t optimizer_bytes = 0;
   int64_t Total() const { return params_bytes + grads_bytes + optimizer_bytes; }

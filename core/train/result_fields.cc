@@ -33,6 +33,7 @@ const std::vector<ResultField<RunSummary>>& SummaryFields() {
       {"final_loss", Unit::kNats, &S::final_loss},
       {"padding_fraction", Unit::kFraction, &S::padding_fraction},
       {"parameters", Unit::kCount, &S::parameters},
+      {"trainable_params", Unit::kCount, &S::trainable_params},
       {"wall_seconds", Unit::kSeconds, &S::wall_seconds}};
   return kFields;
 }
@@ -46,6 +47,8 @@ const std::vector<ResultField<MemoryBreakdown>>& MemoryFields() {
       {"peak_reserved_bytes", Unit::kBytes, &M::peak_reserved_bytes, kBoth},
       {"peak_rss_bytes", Unit::kBytes, &M::peak_rss_bytes, kBoth},
       {"params_bytes", Unit::kBytes, &M::params_bytes, kBoth},
+      {"trainable_params_bytes", Unit::kBytes, &M::trainable_params_bytes, kBoth},
+      {"frozen_params_bytes", Unit::kBytes, &M::frozen_params_bytes, kBoth},
       {"grads_bytes", Unit::kBytes, &M::grads_bytes, kBoth},
       {"optimizer_bytes", Unit::kBytes, &M::optimizer_bytes, kBoth},
       {"activations_bytes", Unit::kBytes, &M::activations_bytes, kBoth},

@@ -58,6 +58,8 @@ struct MemoryBreakdown {
   int64_t peak_reserved_bytes = 0;
   int64_t peak_rss_bytes = 0;         // process VmHWM (absolute: includes the program itself)
   int64_t params_bytes = 0;
+  int64_t trainable_params_bytes = 0;  // of params_bytes: parameters with gradients
+  int64_t frozen_params_bytes = 0;     // of params_bytes: frozen (an adapter's base)
   int64_t grads_bytes = 0;
   int64_t optimizer_bytes = 0;
   int64_t activations_bytes = 0;      // peak_allocated - params - grads - optimizer
@@ -95,6 +97,11 @@ struct RunSummary {
   double final_loss = 0.0;
   double padding_fraction = 0.0;  // padding positions / all positions
   int64_t parameters = 0;
+  int64_t trainable_params = 0;  // elements of the parameters that train (all without adapter)
+  // What an adapter changes in the training FLOPs per token (not stored): +6 per trainable
+  // factor parameter (its forward, input-gradient and weight-gradient products), -2 per frozen
+  // GEMM weight (no weight gradient). docs/metrics.md, "MFU".
+  double flops_per_token_adjustment = 0.0;
   double wall_seconds = 0.0;
 };
 

@@ -41,7 +41,8 @@ void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
   // T in the attention term: the mean length of the rows the model actually ran on.
   const int64_t mean_row =
       rows > 0 ? std::llround(static_cast<double>(positions) / static_cast<double>(rows)) : 0;
-  summary.flops_per_token = model.TrainingFlopsPerToken(mean_row);
+  summary.flops_per_token =
+      model.TrainingFlopsPerToken(mean_row) + summary.flops_per_token_adjustment;
   summary.peak_flops = peak_flops;
   summary.mfu = peak_flops > 0 ? summary.tokens_per_s * summary.flops_per_token / peak_flops : 0.0;
   summary.final_loss = steps.back().loss;

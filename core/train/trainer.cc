@@ -81,6 +81,13 @@ ModelState MeasureModelState(const RunState& state) {
   if (state.update) state.update->AddModelState(tensors.params, tensors);
   if (state.sharding != nullptr) state.sharding->AddModelState(tensors);
   s.params_bytes = memory::DistinctStorageBytes(tensors.params);
+  // Frozen: the model's parameters without gradients (an adapter's base and state); a sharding
+  // slot's partitions are the trainable parameters' storage, whatever their flag.
+  std::vector<at::Tensor> frozen;
+  for (const at::Tensor& p : state.model->Parameters()) {
+    if (!p.requires_grad()) frozen.push_back(p);
+  }
+  s.trainable_params_bytes = s.params_bytes - memory::DistinctStorageBytes(frozen);
   s.grads_bytes = memory::DistinctStorageBytes(tensors.grads);
   s.optimizer_bytes = memory::DistinctStorageBytes(tensors.optimizer);
   return s;
@@ -160,6 +167,7 @@ class RunLoop {
         world_(comm != nullptr ? comm->WorldSize() : 1),
         stages_(probe, hooks_, context_) {
     context_.comm = comm;
+    context_.seed = cfg.experiment.seed;
     context_.host_pool = host_pool;
     context_.device = device_;
     context_.device_memory = &meter;
@@ -219,8 +227,8 @@ class RunLoop {
     context_.model = state_.model.get();
     std::optional<model::SafetensorsSet> weights;
     if (!cfg_.model.weights.empty()) weights = model::OpenSafetensors(cfg_.model.weights);
-    const std::vector<at::Tensor> parameters = state_.model->Parameters();
     std::tie(sharding_, sharding_plugin_) = hooks_.Get<ShardingStrategy>(Slot::kSharding);
+    auto [adapter, adapter_plugin] = hooks_.Get<AdapterStrategy>(Slot::kAdapter);
     auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
     adopted_by_group_ = CallPlugin(*sharding_plugin_, "model", [&] {
       return sharding_->OwnsOptimizerStep() && sharding_->AdoptsOptimizerParametersByGroup();
@@ -228,16 +236,22 @@ class RunLoop {
     for (size_t group = 0; group < state_.model->BuildGroupCount(); ++group) {
       std::vector<at::Tensor> built = state_.model->BuildGroup(group);
       if (weights) model::LoadWeights(*state_.model, *weights, &built);
-      std::vector<size_t> indices;
       for (at::Tensor& p : built) {
         if (!device_.is_cpu()) {
           torch::NoGradGuard no_grad;
           p.set_data(p.to(device_));
         }
-        for (size_t i = 0; i < parameters.size(); ++i) {
-          if (parameters[i].is_same(p)) indices.push_back(i);
-        }
       }
+      // The adapter slot first: it freezes parameters and adds its own tensors to the group,
+      // which the other strategies then see as built like the rest.
+      const std::vector<AdapterTensor> added = CallPlugin(
+          *adapter_plugin, "model", [&] { return adapter->AdaptGroup(IndicesOf(built), context_); });
+      state_.model->AddGroupTensors(group, added);
+      for (const AdapterTensor& t : added) {
+        built.push_back(t.tensor);
+        if (t.tensor.requires_grad()) adapter_trainable_ += t.tensor.numel();
+      }
+      const std::vector<size_t> indices = IndicesOf(built);
       hooks_.ParametersBuilt(indices, context_);
       if (!adopted_by_group_) continue;
       std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "model", [&] {
@@ -247,6 +261,18 @@ class RunLoop {
         sharding_->AdoptGroupOptimizerParameters(context_, indices, std::move(updated));
       });
     }
+  }
+
+  // Where `tensors` are in the model's Parameters() (which grows as an adapter adds tensors).
+  std::vector<size_t> IndicesOf(const std::vector<at::Tensor>& tensors) const {
+    const std::vector<at::Tensor> parameters = state_.model->Parameters();
+    std::vector<size_t> indices;
+    for (const at::Tensor& p : tensors) {
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        if (parameters[i].is_same(p)) indices.push_back(i);
+      }
+    }
+    return indices;
   }
 
   // model: attention and block execution come from their slots; the sharding slot wraps the
@@ -303,7 +329,7 @@ class RunLoop {
       // that adopts by group took them in the model stage.)
       if (!adopted_by_group_) {
         std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
-          return precision->HandOverOptimizerParameters(state_.model->parameters());
+          return precision->HandOverOptimizerParameters(TrainableParameters());
         });
         CallPlugin(*sharding_plugin_, "optimizer",
                    [&] { sharding_->AdoptOptimizerParameters(context_, std::move(updated)); });
@@ -314,16 +340,43 @@ class RunLoop {
       });
     } else {
       std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
-        return precision->OptimizerParameters(state_.model->parameters());
+        return precision->OptimizerParameters(TrainableParameters());
       });
       state_.update = MakeHostAdamWUpdate(
           std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
     }
     context_.optimizer_parameters = state_.update->UpdatedTensors();
+    CountTrainable();
     state_.schedule = LrSchedule{o.lr, o.lr_warmup_steps, cfg_.experiment.steps, o.min_lr_ratio};
     RunState& state = state_;
     probe_.SetModelStateFn([&state] { return MeasureModelState(state); });
     stages_.End();
+  }
+
+  // How many parameters train, and what the adapter changes in the FLOPs per token: its
+  // trainable tensors run three products each (forward, input and weight gradients), a frozen
+  // GEMM weight two (no weight gradient).
+  void CountTrainable() {
+    int64_t trainable = 0;
+    for (const at::Tensor& p : TrainableParameters()) trainable += p.numel();
+    result_.summary.trainable_params = trainable;
+    int64_t frozen_matmul = 0;
+    for (const model::LinearLayer* layer : state_.model->Linears()) {
+      if (!layer->weight.requires_grad()) {
+        frozen_matmul += layer->shape.in_features * layer->shape.out_features;
+      }
+    }
+    result_.summary.flops_per_token_adjustment =
+        6.0 * static_cast<double>(adapter_trainable_) - 2.0 * static_cast<double>(frozen_matmul);
+  }
+
+  // The parameters that train (an adapter freezes the others): what the optimizer updates.
+  std::vector<at::Tensor> TrainableParameters() const {
+    std::vector<at::Tensor> trainable;
+    for (const at::Tensor& p : state_.model->Parameters()) {
+      if (p.requires_grad()) trainable.push_back(p);
+    }
+    return trainable;
   }
 
   // One optimizer step: its micro-batches, forward and backward for each, the update, the
@@ -451,6 +504,7 @@ class RunLoop {
   bool sharded_step_ = false;
   // The sharding slot took the optimizer's tensors group by group in the model stage.
   bool adopted_by_group_ = false;
+  int64_t adapter_trainable_ = 0;  // elements of the adapter's trainable tensors
 };
 
 }  // namespace

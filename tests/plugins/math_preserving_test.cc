@@ -30,7 +30,8 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"packing/pack", true},            {"packing/concat", false},
       {"packing/bucketed", false},       {"sharding/ddp", true},
       {"sharding/zero1", true},          {"sharding/zero2", true},
-      {"sharding/zero3", true}};
+      {"sharding/zero3", true},          {"adapter/none", true},
+      {"adapter/lora", false}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
       {"strategies.allocator.plugin=caching", "strategies.checkpointing.plugin=full",
@@ -40,7 +41,7 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"strategies.checkpointing.plugin=selective", "strategies.precision.plugin=bf16",
        "strategies.attention.plugin=chunked"},
       {"strategies.attention.plugin=flash", "strategies.packing.plugin=pack"},
-      {"strategies.packing.plugin=concat"},
+      {"strategies.packing.plugin=concat", "strategies.adapter.plugin=lora"},
       {"strategies.packing.plugin=bucketed", "strategies.sharding.plugin=ddp"},
       {"strategies.sharding.plugin=zero1", "device.world_size=2"},
       {"strategies.sharding.plugin=zero2", "device.world_size=2"},

@@ -32,7 +32,10 @@ extern "C" {
 /* 4: exact-match ABI: the fingerprint adds the memsweep version and the SDK header hash; the
  *    C++ types behind register_fn are only those of the SDK headers (RunContext without core
  *    types; model::Model and model::Block instead of the model's classes). */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 4u
+/* 5: the adapter slot (Slot::kAdapter, AdapterStrategy; model::Model's Linears, Embedding and
+ *    Shape), RunContext::seed, ShardingStrategy::SupportsFrozenParameters and the parameter type
+ *    MEMSWEEP_PARAM_STRINGS. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 5u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {
@@ -40,7 +43,8 @@ typedef enum MemsweepParamType {
   MEMSWEEP_PARAM_FLOAT = 1,
   MEMSWEEP_PARAM_BOOL = 2,
   MEMSWEEP_PARAM_STRING = 3,
-  MEMSWEEP_PARAM_BYTES = 4 /* a size: "64MiB", "2GiB" or an integer byte count */
+  MEMSWEEP_PARAM_BYTES = 4, /* a size: "64MiB", "2GiB" or an integer byte count */
+  MEMSWEEP_PARAM_STRINGS = 5 /* a list of strings; one string reads as a list of one */
 } MemsweepParamType;
 
 typedef struct MemsweepParamSpec {

@@ -4,18 +4,20 @@
 //
 //   int64_t every = params.Int("every");
 //   std::string mode = params.String("mode");
+//   std::vector<std::string> targets = params.Strings("target_modules");
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace memsweep {
 
 class PluginParams {
  public:
-  using Value = std::variant<int64_t, double, bool, std::string>;
+  using Value = std::variant<int64_t, double, bool, std::string, std::vector<std::string>>;
 
   void Set(const std::string& name, Value value) { values_[name] = std::move(value); }
   bool Has(const std::string& name) const { return values_.count(name) != 0; }
@@ -24,6 +26,7 @@ class PluginParams {
   double Float(const std::string& name) const;  // an int parameter reads as a float too
   bool Bool(const std::string& name) const;
   const std::string& String(const std::string& name) const;
+  const std::vector<std::string>& Strings(const std::string& name) const;
   int64_t Bytes(const std::string& name) const { return Int(name); }  // sizes are stored in bytes
 
   const std::map<std::string, Value>& values() const { return values_; }

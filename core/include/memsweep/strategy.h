@@ -12,6 +12,9 @@
 //                                         checkpointing slot's BlockRunner (WrapBlockRunner)
 //   precision      PrecisionStrategy      the compute dtype; the tensors AdamW updates (hooks do
 //                                         autocast, casts, scaling)
+//   adapter        AdapterStrategy        what trains: freezes the model's parameters and adds
+//                                         its own (LoRA factors) as each group is built
+//                                         (AdaptGroup), sets the forward of linear layers
 //   packing        PackingStrategy        the source of micro-batches (documents → rows)
 //   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
 //   attention      AttentionStrategy      the attention core (AttentionFn)
@@ -60,6 +63,7 @@ enum class Slot : uint8_t {
   kAllocator,
   kSharding,
   kPrecision,
+  kAdapter,
   kPacking,
   kBatching,
   kAttention,
@@ -86,6 +90,9 @@ struct RunContext {
   Communicator* comm = nullptr;
   // Host memory outside the device budget (offloaded state); always set.
   HostPool* host_pool = nullptr;
+  // The experiment's seed ([experiment] seed): for a strategy's own random draws (a generator of
+  // its own, so that the model's and the data's draws stay those of a run without it).
+  uint64_t seed = 0;
 
   // Where the model, the batches and the activations live: cpu or cuda:N.
   // Strategies create their tensors with this device (e.g. at::zeros(n, p.options())).
@@ -194,6 +201,41 @@ class PrecisionStrategy : public Strategy {
   virtual bool SkipsSteps() const;
 };
 
+// What an adapter trains, known from the model's shapes alone (`memsweep plan`, no parameter
+// built).
+struct AdapterPlan {
+  int64_t trainable_params = 0;  // the model's parameters that still train, plus the adapter's
+  bool freezes_base = false;     // some of the model's parameters get no gradient
+};
+
+// A tensor an adapter adds to the model (AdaptGroup): trainable (requires_grad) like LoRA's
+// factors, or frozen state such as quantisation constants. The host registers it with the
+// group's decoder block (or the model), so it is one of Model::Parameters() and of the block's
+// Parameters() (a checkpointed block passes it to its recompute), counted by the memory
+// breakdown as trainable or frozen parameter bytes.
+struct AdapterTensor {
+  std::string name;  // unique within the block: "q_proj_lora_A"
+  at::Tensor tensor;
+};
+
+class AdapterStrategy : public Strategy {
+ public:
+  // From the shapes alone (plan time): how many parameters train. Throws std::invalid_argument
+  // with what to write instead when the model cannot be adapted as configured (a target module
+  // it lacks, a rank above a layer's width); the host reports it with the plugin's table.
+  virtual AdapterPlan Plan(const model::ModelShape& shape) const = 0;
+  // Called by the host as each group of the model is built (the model stage), after its
+  // parameters are initialised or loaded and moved to the device and before any strategy's
+  // OnParametersBuilt: freezes what stops training (requires_grad_(false)), may store frozen
+  // parameters differently (set_data: a narrower dtype, quantised codes), sets the forward of
+  // the linear layers it adapts (Model::Linears) and returns the tensors it adds, on
+  // context.device. The host then hands the group — its parameters and the added tensors — to
+  // every strategy's OnParametersBuilt, so a precision strategy converts the adapter's factors
+  // too (frozen parameters get no master copies).
+  virtual std::vector<AdapterTensor> AdaptGroup(const std::vector<size_t>& built,
+                                                RunContext& context) = 0;
+};
+
 class AttentionStrategy : public Strategy {
  public:
   virtual model::AttentionFn MakeAttention() = 0;
@@ -254,6 +296,10 @@ class ShardingStrategy : public Strategy {
   // itself, or its master copy. Default: std::logic_error (called only when the above is true).
   virtual void AdoptGroupOptimizerParameters(RunContext& context, const std::vector<size_t>& built,
                                              std::vector<at::Tensor> updated);
+  // True when the strategy handles parameters without gradients (requires_grad false: the
+  // frozen base of an adapter) — it leaves them alone and works on the trainable ones. False
+  // (default): the host refuses a run whose adapter freezes parameters, at plan time.
+  virtual bool SupportsFrozenParameters() const;
 };
 class CallbackStrategy : public Strategy {};
 

@@ -19,6 +19,9 @@ void MasterWeights::Add(const std::vector<at::Tensor>& parameters) {
   torch::NoGradGuard no_grad;
   for (const at::Tensor& p : parameters) {
     if (!converted_.insert(p.unsafeGetTensorImpl()).second) continue;  // converted before
+    // Frozen (an adapter's base, its quantisation state): stored as the adapter chose
+    // (adapter/lora's base_dtype), with no master copy.
+    if (!p.requires_grad()) continue;
     if (p.scalar_type() != at::kFloat) {
       throw std::invalid_argument("precision/bf16 expects fp32 parameters to convert, found " +
                                   std::string(c10::toString(p.scalar_type())));

@@ -23,6 +23,8 @@ class Ddp final : public memsweep::ShardingStrategy {
   }
   // The same update as one process on the global batch; only the summation order differs.
   bool MathPreserving() const override { return true; }
+  // Frozen parameters have no gradient: the buckets hold the trainable ones only.
+  bool SupportsFrozenParameters() const override { return true; }
 
   void OnStageBegin(Stage stage, RunContext& ctx) override {
     if (stage != Stage::kOptimizerStep || ctx.comm == nullptr) return;

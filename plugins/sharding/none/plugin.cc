@@ -9,6 +9,7 @@ class NoSharding final : public memsweep::ShardingStrategy {
  public:
   // Math-preserving: nothing is partitioned.
   bool MathPreserving() const override { return true; }
+  bool SupportsFrozenParameters() const override { return true; }
   explicit NoSharding(const memsweep::PluginParams&) {}
   // Ranks that never exchange gradients would train N different models.
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext& ctx) override {

@@ -100,7 +100,7 @@ TEST(PlanCommandTest, ALibraryThatFailsOnThePluginPathIsRefused) {
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("error: MEMSWEEP_PLUGIN_PATH names libraries that failed to load:\n"
                             "  " + library + ": incompatible plugin:\n"
-                            "    ABI version: expected 4, found 999\n"
+                            "    ABI version: expected 5, found 999\n"
                             "    rebuild it against this memsweep's SDK\n"
                             "rebuild or remove them, or take them out of MEMSWEEP_PLUGIN_PATH "
                             "(`memsweep plugins` lists every plugin and every failure)\n"),

@@ -53,7 +53,7 @@ TEST(StrategyResolverTest, ALibraryFromPluginsPathsThatFailsNamesItsEntry) {
   EXPECT_EQ(ConfigErrorOf(text),
             kExperiment + ":4:10: [plugins] paths entry '" + library + "': failed to load:\n  " +
                 library + ": incompatible plugin:\n"
-                          "    ABI version: expected 4, found 999\n"
+                          "    ABI version: expected 5, found 999\n"
                           "    rebuild it against this memsweep's SDK\n"
                           "rebuild or remove the library, or take it out of [plugins] paths");
   // The same again (the library was tried already): the same refusal, not a silent skip.

@@ -41,7 +41,7 @@ TEST_F(FixtureRegistryTest, LoadsTheGoodPluginDespiteTheBrokenOnes) {
 TEST_F(FixtureRegistryTest, RejectsWrongAbiVersion) {
   EXPECT_EQ(FailureFor(registry_, "fixture_wrong_abi.so"),
             kDir + "/fixture_wrong_abi.so: incompatible plugin:\n"
-                   "  ABI version: expected 4, found 999\n"
+                   "  ABI version: expected 5, found 999\n"
                    "  rebuild it against this memsweep's SDK");
 }
 

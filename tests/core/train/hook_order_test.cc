@@ -22,8 +22,8 @@ namespace memsweep::train {
 namespace {
 
 const std::vector<std::string> kHookOrder = {"allocator", "sharding",      "precision",
-                                             "packing",   "batching",      "attention",
-                                             "checkpointing", "callbacks"};
+                                             "adapter",   "packing",       "batching",
+                                             "attention", "checkpointing", "callbacks"};
 
 TEST(HookOrderTest, SlotNamesAreTheHookOrderAndMatchTheSlotEnum) {
   EXPECT_EQ(SlotNames(), kHookOrder);
