@@ -9,7 +9,9 @@
 // Variants are interleaved within each round; ratios are taken within a round and the median
 // over rounds is printed, with the load average before and after.
 //
-//   build/release/memsweep_bench_adapters [--rounds R] [--steps N] [--tokens T]
+//   build/release/memsweep_bench_adapters [--rounds R] [--steps N] [--tokens T] [--lora 0|1]
+// The products run on the GEMM paths a run's [device] defaults pick (core/env/cpu_gemm.h): on a
+// CPU without native bf16 products, bf16 goes through fp32 ("upcast"), as in training runs.
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
@@ -23,6 +25,7 @@
 #include "adapter/qlora/nf4.h"
 #include "adapter/qlora/nf4_linear.h"
 #include "bench_args.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/train/summary.h"
@@ -102,7 +105,8 @@ int main(int argc, char** argv) {
   // 1. LoRA against full fine-tuning.
   std::vector<double> full_s, lora_s, ratio;
   train::MemoryBreakdown full_mem, lora_mem;
-  for (int round = 0; round < rounds; ++round) {
+  const int lora_rounds = ArgInt(argc, argv, "--lora", 1) != 0 ? rounds : 0;
+  for (int round = 0; round < lora_rounds; ++round) {
     const bool lora_first = round % 2 == 1;
     double f = 0, l = 0;
     if (lora_first) l = StepSeconds("lora", steps, &lora_mem);
@@ -113,7 +117,7 @@ int main(int argc, char** argv) {
     ratio.push_back(l / f);
     std::printf("round %d: full %.3f s/step, LoRA r=16 %.3f s/step (%.2fx)\n", round + 1, f, l, l / f);
   }
-  std::printf("\nstep time (hidden 1024, 4 layers, 4 x 256 tokens), median of %d rounds:\n"
+  if (lora_rounds > 0) std::printf("\nstep time (hidden 1024, 4 layers, 4 x 256 tokens), median of %d rounds:\n"
               "  full fine-tuning %.3f s, LoRA r=16 %.3f s: LoRA/full = %.2fx (goal <= 0.8x)\n"
               "  model state: full %.1f MiB (grads %.1f, optimizer %.1f); LoRA %.1f MiB "
               "(frozen %.1f, trainable %.2f, grads %.2f, optimizer %.2f)\n",
@@ -125,7 +129,9 @@ int main(int argc, char** argv) {
               MiB(lora_mem.frozen_params_bytes), MiB(lora_mem.trainable_params_bytes),
               MiB(lora_mem.grads_bytes), MiB(lora_mem.optimizer_bytes));
 
-  // 2. The NF4 product against the dense one, per compute dtype.
+  // 2. The NF4 product against the dense one, per compute dtype, on a run's default GEMM paths.
+  env::UseFp32Gemm(env::ChooseFp32Gemm(env::Fp32GemmSetting::kAuto));
+  env::UseBf16Gemm(env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto));
   const int64_t out = 4096, in = 1024;
   at::manual_seed(0);
   const at::Tensor w = at::randn({out, in}) * 0.02;

@@ -20,6 +20,13 @@ bool IsIn(const std::vector<at::Tensor>& tensors, const at::Tensor& t) {
 
 }  // namespace
 
+c10::ScalarType DtypeParam(const std::string& key, const std::string& name) {
+  if (name == "fp32") return at::kFloat;
+  if (name == "bf16") return at::kBFloat16;
+  if (name == "fp16") return at::kHalf;
+  throw std::invalid_argument(key + " \"" + name + "\" is not one of fp32, bf16, fp16");
+}
+
 LoraAdapter::LoraAdapter(const PluginParams& params)
     : alpha_(params.Float("alpha")),
       dropout_(params.Float("dropout")),

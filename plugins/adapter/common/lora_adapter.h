@@ -35,6 +35,9 @@ struct BaseStore {
       forward;
 };
 
+// "fp32", "bf16", "fp16" as a dtype; std::invalid_argument naming `key` otherwise.
+c10::ScalarType DtypeParam(const std::string& key, const std::string& name);
+
 class LoraAdapter {
  public:
   explicit LoraAdapter(const PluginParams& params);

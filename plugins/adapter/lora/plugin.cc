@@ -19,6 +19,7 @@
 namespace {
 
 using memsweep::plugins::adapter::BaseStore;
+using memsweep::plugins::adapter::DtypeParam;
 using memsweep::plugins::adapter::LoraAdapter;
 
 const MemsweepParamSpec kParams[] = {
@@ -27,17 +28,10 @@ const MemsweepParamSpec kParams[] = {
      "dtype the frozen base is stored in: fp32, bf16 or fp16", 0},
 };
 
-c10::ScalarType BaseDtype(const std::string& name) {
-  if (name == "fp32") return at::kFloat;
-  if (name == "bf16") return at::kBFloat16;
-  if (name == "fp16") return at::kHalf;
-  throw std::invalid_argument("base_dtype \"" + name + "\" is not one of fp32, bf16, fp16");
-}
-
 class Lora final : public memsweep::AdapterStrategy {
  public:
   explicit Lora(const memsweep::PluginParams& params)
-      : lora_(params), base_dtype_(BaseDtype(params.String("base_dtype"))) {}
+      : lora_(params), base_dtype_(DtypeParam("base_dtype", params.String("base_dtype"))) {}
 
   // Not the full fine-tuning's math: only the factors (and modules to save) train.
   bool MathPreserving() const override { return false; }

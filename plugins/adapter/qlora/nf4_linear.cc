@@ -63,8 +63,10 @@ class Nf4Matmul : public torch::autograd::Function<Nf4Matmul> {
     for (int64_t row = 0; row < out; row += tile) {
       const int64_t rows = std::min(tile, out - row);
       const at::Tensor w = DequantizeNf4Rows(q, absmax, row, rows, compute);
-      const at::Tensor part = dy.narrow(1, row, rows);
-      dx = dx.defined() ? dx.addmm_(part, w) : at::mm(part, w);
+      // A contiguous slice and a plain product: every GEMM path takes it (a strided bf16
+      // addmm_ fell back to LibTorch's slow native bf16 kernel on a CPU without bf16 FMA).
+      const at::Tensor product = at::mm(dy.narrow(1, row, rows).contiguous(), w);
+      dx = dx.defined() ? dx.add_(product) : product;
     }
     auto sizes = grads[0].sizes().vec();
     sizes.back() = in;

@@ -20,6 +20,7 @@
 namespace {
 
 using memsweep::plugins::adapter::BaseStore;
+using memsweep::plugins::adapter::DtypeParam;
 using memsweep::plugins::adapter::LoraAdapter;
 using memsweep::plugins::adapter::Nf4Weight;
 
@@ -29,7 +30,7 @@ const MemsweepParamSpec kParams[] = {
      "dtype the base's products run in (bnb_4bit_compute_dtype): bf16, fp16 or fp32", 0},
     {"quantize", MEMSWEEP_PARAM_STRINGS, "\"all-linear\"",
      "modules stored in NF4: PEFT module names or \"all-linear\" (the decoder's linear layers; "
-     "the embedding and LM head stay in compute_dtype)", 0},
+     "the embedding and LM head are not quantised)", 0},
     {"double_quant", MEMSWEEP_PARAM_BOOL, "true",
      "quantise the absmax values too (bnb_4bit_use_double_quant)", 0},
     {"base_dtype", MEMSWEEP_PARAM_STRING, "\"bf16\"",
@@ -37,19 +38,12 @@ const MemsweepParamSpec kParams[] = {
      "bf16 or fp16", 0},
 };
 
-c10::ScalarType Dtype(const std::string& key, const std::string& name) {
-  if (name == "bf16") return at::kBFloat16;
-  if (name == "fp16") return at::kHalf;
-  if (name == "fp32") return at::kFloat;
-  throw std::invalid_argument(key + " \"" + name + "\" is not one of bf16, fp16, fp32");
-}
-
 class Qlora final : public memsweep::AdapterStrategy {
  public:
   explicit Qlora(const memsweep::PluginParams& params)
       : lora_(params),
-        compute_(Dtype("compute_dtype", params.String("compute_dtype"))),
-        base_dtype_(Dtype("base_dtype", params.String("base_dtype"))),
+        compute_(DtypeParam("compute_dtype", params.String("compute_dtype"))),
+        base_dtype_(DtypeParam("base_dtype", params.String("base_dtype"))),
         quantize_(params.Strings("quantize")),
         double_quant_(params.Bool("double_quant")) {}
 

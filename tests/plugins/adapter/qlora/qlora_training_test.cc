@@ -132,7 +132,7 @@ TEST(QloraTrainingTest, BadSettingsAreRefusedBeforeAnythingRuns) {
                 .find("on the CPU use compute_dtype and base_dtype = \"bf16\" or \"fp32\""),
             std::string::npos);
   EXPECT_NE(ErrorOf(Qlora({"strategies.adapter.compute_dtype=\"fp8\""}))
-                .find("is not one of bf16, fp16, fp32"),
+                .find("is not one of fp32, bf16, fp16"),
             std::string::npos);
   EXPECT_NE(ErrorOf(Qlora({"strategies.sharding.plugin=\"zero2\"", "device.world_size=2"}))
                 .find("use sharding \"none\" or \"ddp\" with an adapter"),
