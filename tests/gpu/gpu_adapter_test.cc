@@ -105,16 +105,17 @@ TEST_F(GpuAdapter, QloraFrozenBytesAreWhatTheShapesGive) {
   EXPECT_EQ(cpu.memory.frozen_params_bytes, nf4 + rest);
 }
 
-// A budget only the quantised base fits: QLoRA's own peak reserved bytes on the small preset
-// (~34M parameters), with a quarter more for the caching allocator's rounding, must lie below the
-// fp32 base alone (~135 MB) — then LoRA over that base runs out of memory under it and QLoRA
-// trains. (A fixed 96 MiB was too tight on an H200: QLoRA's peak there was 78.5 MiB allocated
-// with 19 MiB cached but unallocated.)
+// A budget only the quantised base fits: QLoRA's own peak allocated bytes on the small preset
+// (~34M parameters), with half as much again for what the caching allocator keeps cached, must
+// lie below the fp32 base alone (~135 MB) — then LoRA over that base runs out of memory under it
+// and QLoRA trains. (On an H200 a fixed 96 MiB was too tight: QLoRA's peak there was 78.5 MiB
+// allocated with 19 MiB cached but unallocated; its unbudgeted peak reserved, 222 MiB, holds
+// cached blocks a budget makes the allocator free, so it is no measure of what the run needs.)
 TEST_F(GpuAdapter, QloraFitsABudgetOnlyTheQuantisedBaseFits) {
   const std::vector<std::string> small = {"model.preset=\"small\""};
   const RunResult measured = Train(GpuRun(2, WithQlora(small)));
   ExpectAdapterRunOk(measured);
-  const int64_t budget = measured.memory.peak_reserved_bytes * 5 / 4;
+  const int64_t budget = measured.memory.peak_allocated_bytes * 3 / 2;
   const int64_t fp32_base = GpuRun(1, small).model.llama.ParameterCount() * 4;
   ASSERT_LT(budget, fp32_base) << "the budget must leave no room for the fp32 base";
   std::vector<std::string> capped = small;

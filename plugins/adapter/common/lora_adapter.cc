@@ -60,15 +60,8 @@ std::vector<AdapterTensor> LoraAdapter::AdaptGroup(const std::vector<size_t>& bu
   for (const model::LinearLayer* layer : layers) {
     if (layer->shape.block >= 0 && IsIn(group, layer->weight)) block = layer->shape.block;
   }
-  std::vector<AdapterTensor> added;
-  // The frozen part of each adapted layer first (a quantising store replaces the weight).
-  std::vector<std::pair<size_t, model::LinearFn>> bases;
-  for (const LoraModule& m : modules_) {
-    if (m.block != block) continue;
-    for (size_t i : m.layers) bases.emplace_back(i, base.forward(*layers[i], added));
-  }
   Freeze(group, *ctx.model, base);
-  size_t next_base = 0;
+  std::vector<AdapterTensor> added;
   for (const LoraModule& m : modules_) {
     if (m.block != block) continue;
     auto [a, b] = Factors(m, ctx);
@@ -81,7 +74,7 @@ std::vector<AdapterTensor> LoraAdapter::AdaptGroup(const std::vector<size_t>& bu
       f.b_rows = layer.shape.out_features;
       f.scaling = Scaling();
       f.dropout = dropout_;
-      layer.forward = LoraForward(std::move(f), bases[next_base++].second);
+      layer.forward = LoraForward(std::move(f), base.forward(layer));
     }
     added.push_back({m.module + "_lora_A", a});
     added.push_back({m.module + "_lora_B", b});

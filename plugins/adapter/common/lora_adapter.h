@@ -26,13 +26,11 @@ namespace memsweep::plugins::adapter {
   {"modules_to_save", MEMSWEEP_PARAM_STRINGS, "[]",                                             \
    "modules trained in full beside the factors: embed_tokens, lm_head", 0}
 
-// How a frozen base is kept: `Store` is called on each frozen parameter of a group (after
-// requires_grad_(false)); `Forward` makes the frozen part of an adapted layer's forward and
-// returns the tensors it added for the layer (quantisation state), registered with the block.
+// How a frozen base is kept: `store` is called on each frozen parameter of a group (after
+// requires_grad_(false)); `forward` gives the frozen part of an adapted layer's forward.
 struct BaseStore {
   std::function<void(at::Tensor& frozen)> store;
-  std::function<model::LinearFn(model::LinearLayer& layer, std::vector<AdapterTensor>& added)>
-      forward;
+  std::function<model::LinearFn(model::LinearLayer& layer)> forward;
 };
 
 // "fp32", "bf16", "fp16" as a dtype; std::invalid_argument naming `key` otherwise.

@@ -49,7 +49,7 @@ class Lora final : public memsweep::AdapterStrategy {
         frozen.set_data(frozen.to(dtype));
       }
     };
-    base.forward = [](memsweep::model::LinearLayer&, std::vector<memsweep::AdapterTensor>&) {
+    base.forward = [](memsweep::model::LinearLayer&) {
       return memsweep::model::LinearFn(memsweep::plugins::adapter::FrozenLinear);
     };
     return lora_.AdaptGroup(built, ctx, base);

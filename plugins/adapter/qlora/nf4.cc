@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
 #include <cmath>
 #include <stdexcept>
 
@@ -48,6 +51,17 @@ at::Tensor Rescale(const at::Tensor& values, const at::Tensor& scales, int64_t b
                   values.narrow(0, full, n - full) * scales[blocks]});
 }
 
+// `table` on `device`, copied there once per device: the products ask for it at every tile.
+at::Tensor OnDevice(const at::Tensor& table, const c10::Device& device) {
+  if (device.is_cpu()) return table;
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, std::string>, at::Tensor> copies;
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& copy = copies[{table.unsafeGetTensorImpl(), device.str()}];
+  if (!copy.defined()) copy = table.to(device);
+  return copy;
+}
+
 // The two NF4 levels of every byte (high nibble first), fp32 [256, 2], on `device`.
 at::Tensor BytePairs(const c10::Device& device) {
   static const at::Tensor kCpu = [] {
@@ -58,7 +72,13 @@ at::Tensor BytePairs(const c10::Device& device) {
     }
     return at::tensor(pairs).view({256, 2});
   }();
-  return device.is_cpu() ? kCpu : kCpu.to(device);
+  return OnDevice(kCpu, device);
+}
+
+// The dynamic map as an fp32 tensor on `device`.
+at::Tensor DynamicMapTensor(const c10::Device& device) {
+  static const at::Tensor kCpu = at::tensor(DynamicMap());
+  return OnDevice(kCpu, device);
 }
 
 }  // namespace
@@ -127,7 +147,7 @@ Nf4Weight QuantizeNf4(const at::Tensor& weight, bool double_quant) {
 
 at::Tensor DequantizeAbsmax(const Nf4Weight& q) {
   if (!q.absmax_codes.defined()) return q.absmax_scales;
-  const at::Tensor map = at::tensor(DynamicMap(), q.absmax_scales.options());
+  const at::Tensor map = DynamicMapTensor(q.absmax_scales.device());
   const at::Tensor values = map.index_select(0, q.absmax_codes.to(at::kLong));
   return Rescale(values, q.absmax_scales, kAbsmaxBlock) + q.offset;
 }

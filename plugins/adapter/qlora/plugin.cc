@@ -73,8 +73,7 @@ class Qlora final : public memsweep::AdapterStrategy {
         frozen.set_data(frozen.to(stored));
       }
     };
-    base.forward = [this](memsweep::model::LinearLayer& layer,
-                          std::vector<memsweep::AdapterTensor>&) -> memsweep::model::LinearFn {
+    base.forward = [this](memsweep::model::LinearLayer& layer) -> memsweep::model::LinearFn {
       auto found = forwards_.find(&layer);
       if (found != forwards_.end()) return found->second;
       return memsweep::plugins::adapter::FrozenLinear;
