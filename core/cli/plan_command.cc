@@ -69,10 +69,26 @@ std::string ParametersText(const experiment::ExperimentPlan& plan) {
   if (std::all_of(counts.begin(), counts.end(), [&](const auto& c) { return c == counts[0]; })) {
     return counts.empty() ? "-" : line(counts[0]);
   }
-  std::string text;
+  // One line per distinct count, naming its cells as ranges ("cells 0-3, 8").
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<int64_t>>> groups;
   for (size_t i = 0; i < counts.size(); ++i) {
-    text += (i == 0 ? "" : "\n            ") + ("cell " + std::to_string(plan.cells[i].index) +
-                                                 ": " + line(counts[i]));
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == counts[i]; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {counts[i], {}});
+    group->second.push_back(plan.cells[i].index);
+  }
+  std::string text;
+  for (const auto& [count, cells] : groups) {
+    std::string names;
+    for (size_t j = 0; j < cells.size();) {
+      size_t k = j;
+      while (k + 1 < cells.size() && cells[k + 1] == cells[k] + 1) ++k;
+      names += (names.empty() ? "" : ", ") + std::to_string(cells[j]) +
+               (k > j ? "-" + std::to_string(cells[k]) : "");
+      j = k + 1;
+    }
+    text += (text.empty() ? "" : "\n            ") +
+            std::string(cells.size() == 1 ? "cell " : "cells ") + names + ": " + line(count);
   }
   return text;
 }

@@ -32,7 +32,9 @@ StrategyChoice Choose(const plugin::PluginRegistry& registry, const std::string&
       throw ConfigError(Where(source, name->source()) + section + " plugin = \"" +
                         name->as_string()->get() + "\" is not a known " + slot +
                         " plugin; available: " + Available(registry, slot) +
-                        " (memsweep plugins lists them, with any that failed to load)");
+                        " (memsweep plugins lists them, with any that failed to load; from the "
+                        "repository, tools/quickstart builds only each slot's default plugin, "
+                        "tools/build every one)");
     }
   } else {
     library = registry.DefaultFor(slot);

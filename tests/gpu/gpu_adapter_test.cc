@@ -66,6 +66,30 @@ TEST_F(GpuAdapter, ABf16BaseUnderBf16AutocastTrainsAndHalvesTheFrozenBytes) {
   EXPECT_EQ(r.memory.frozen_params_bytes * 2, fp32_base);
 }
 
+// fp16 autocast with loss scaling beside a frozen base: the scaler unscales and checks only the
+// factors' gradients (the base has none), skips the step of an injected overflow and backs off;
+// the losses follow the fp32 LoRA run within fp16's tolerance, and the base keeps its bytes.
+TEST_F(GpuAdapter, Fp16LossScalingTrainsTheFactorsAndSkipsAnOverflowedStep) {
+  const RunResult fp16 = Train(GpuRun(5, WithLora({"strategies.precision.plugin=\"fp16\"",
+                                                   "strategies.precision.inject_inf_at_step=2"})));
+  const RunResult fp32 = Train(GpuRun(5, WithLora()));
+  ExpectAdapterRunOk(fp16);
+  ExpectAdapterRunOk(fp32);
+  ASSERT_EQ(fp16.steps.size(), 5u);
+  for (const auto& step : fp16.steps) {
+    EXPECT_EQ(step.skipped, step.step == 2) << "step " << step.step;
+    EXPECT_TRUE(std::isfinite(step.loss)) << "step " << step.step;
+  }
+  EXPECT_EQ(fp16.plugin_metrics.at("fp16.skipped_steps"), 1.0);
+  EXPECT_EQ(fp16.memory.frozen_params_bytes, fp32.memory.frozen_params_bytes);
+  // Up to the skipped step the two runs apply the same updates.
+  const double close = results::ApproximateTolerance("float16").value();
+  for (size_t i = 0; i <= 2; ++i) {
+    EXPECT_NEAR(fp16.steps[i].loss, fp32.steps[i].loss, close * std::abs(fp32.steps[i].loss))
+        << "step " << i;
+  }
+}
+
 // QLoRA of rank 4: the base's linear layers in NF4, their products in bf16.
 std::vector<std::string> WithQlora(std::vector<std::string> more = {}) {
   more.push_back("strategies.adapter.plugin=\"qlora\"");

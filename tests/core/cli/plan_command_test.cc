@@ -40,6 +40,23 @@ TEST(PlanCommandTest, ListsTheCellsOfTheQuickstartMatrix) {
   EXPECT_NE(out.output.find("\n    3       0  1234  "), std::string::npos) << out.output;
 }
 
+// The model's and the trainable parameter counts come from the shapes (nothing is built): one
+// line per distinct count, naming its cells as ranges. Phi-4-mini's shape shrunk: the embedding
+// 8192 x 768 and per layer qkv 768 x 1280, o 768 x 768, gate_up 768 x 4096, down 2048 x 768 and two
+// norms, plus the final norm; LoRA r = 16 on the four (fused) modules: 16 x (in + out) each.
+TEST(PlanCommandTest, PrintsTheParameterCountsOfEachGroupOfCells) {
+  const Outcome out = RunMemsweep("plan " + SourcePath("experiments/seed-phi4mini-qlora.toml"));
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const int64_t layer = 768 * 1280 + 768 * 768 + 768 * 4096 + 2048 * 768 + 2 * 768;
+  ASSERT_EQ(8192 * 768 + 4 * layer + 768, 31'464'192);
+  ASSERT_EQ(4 * 16 * ((768 + 1280) + (768 + 768) + (768 + 4096) + (2048 + 768)), 720'896);
+  EXPECT_NE(out.output.find("parameters  cells 0-3: 31,464,192 (31.46 M) in the model, 31,464,192 "
+                            "(31.46 M) trainable\n            cells 4-11: 31,464,192 (31.46 M) in "
+                            "the model, 720,896 trainable (2.29 %)\n"),
+            std::string::npos)
+      << out.output;
+}
+
 TEST(PlanCommandTest, SetAndRepeatsChangeThePlan) {
   const Outcome out = RunMemsweep("plan " + SourcePath("experiments/quickstart.toml") +
                                   " --set experiment.repeats=2 --set device.memory_budget=1GiB");

@@ -13,11 +13,13 @@
 #include "core/model/hf_weights.h"
 #include "core/model/llama.h"
 #include "support/run_configs.h"
+#include "support/hf_named_weights.h"
 #include "support/safetensors_writer.h"
 
 namespace memsweep::model {
 namespace {
 
+using testing_support::HuggingFaceNamed;
 using testing_support::NamedTensors;
 using testing_support::WriteSafetensors;
 
@@ -99,18 +101,6 @@ LlamaConfig SmallQwen() {
   c.num_key_value_heads = 2;
   c.qkv_bias = true;
   return c;
-}
-
-// The model's parameters under their Hugging Face names (phi3: fused as Hugging Face keeps them).
-NamedTensors HuggingFaceNamed(LlamaModelImpl& model) {
-  const auto params = model.named_parameters();
-  NamedTensors out;
-  for (const auto& [name, slices] : HuggingFaceParameters(model.config())) {
-    std::vector<at::Tensor> parts;
-    for (const ParameterSlice& slice : slices) parts.push_back(params[slice.parameter]);
-    out.emplace_back(name, parts.size() == 1 ? parts[0] : at::cat(parts));
-  }
-  return out;
 }
 
 TEST(HfWeightsTest, LoadsEveryTensorIntoItsParameterConvertingTheDtype) {

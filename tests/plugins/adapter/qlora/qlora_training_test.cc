@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <tuple>
 
 #include "core/config/config_error.h"
@@ -12,6 +13,7 @@
 #include "core/model/linear_shapes.h"
 #include "core/model/llama.h"
 #include "core/train/trainer.h"
+#include "support/hf_named_weights.h"
 #include "support/run_configs.h"
 
 namespace memsweep::plugins::adapter {
@@ -113,6 +115,42 @@ TEST(QloraTrainingTest, StepZeroIsTheDequantisedBase) {
   const train::RunResult r = train::Trainer(cfg, std::move(strategies)).Run();
   EXPECT_EQ(probe->ran, 1);
   EXPECT_EQ(r.status, train::RunStatus::kOk) << r.error;
+}
+
+// `[model] weights` with QLoRA: each group's base is loaded from the checkpoint, then quantised.
+// A run from the seeded run's initial weights saved as safetensors trains exactly as the seeded
+// QLoRA run (same NF4 codes, so the same losses bitwise, the same frozen bytes and peaks);
+// weights from another seed train differently (the file was loaded, not the seed's weights).
+TEST(QloraTrainingTest, LoadsSafetensorsWeightsThenQuantisesThem) {
+  const config::RunConfig seeded = TinyRun(3, Qlora());
+  const auto dir = std::filesystem::temp_directory_path() / "memsweep-qlora-weights";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const int64_t seed : {static_cast<int64_t>(seeded.experiment.seed), int64_t{99}}) {
+    torch::manual_seed(seed);
+    model::LlamaModel init(seeded.model.llama);
+    testing_support::WriteSafetensors((dir / ("seed" + std::to_string(seed) + ".safetensors")).string(),
+                                      testing_support::HuggingFaceNamed(*init));
+  }
+  const auto from_file = [&](int64_t seed) {
+    return Train(TinyRun(3, Qlora({"model.weights=\"" +
+                                   (dir / ("seed" + std::to_string(seed) + ".safetensors")).string() +
+                                   "\""})));
+  };
+  // The NF4 code tables are made once per process (about 3 KB), and the process's first QLoRA run
+  // counts them: the compared runs all come after one.
+  ASSERT_EQ(Train(TinyRun(1, Qlora())).status, train::RunStatus::kOk);
+  const train::RunResult a = Train(seeded);
+  const train::RunResult same = from_file(seeded.experiment.seed);
+  const train::RunResult other = from_file(99);
+  ASSERT_EQ(a.status, train::RunStatus::kOk) << a.error;
+  ASSERT_EQ(same.status, train::RunStatus::kOk) << same.error;
+  ASSERT_EQ(other.status, train::RunStatus::kOk) << other.error;
+  EXPECT_EQ(Losses(same), Losses(a));
+  EXPECT_NE(Losses(other)[0], Losses(a)[0]);
+  EXPECT_EQ(same.memory.frozen_params_bytes, a.memory.frozen_params_bytes);
+  EXPECT_EQ(same.memory.peak_allocated_bytes, a.memory.peak_allocated_bytes);
+  std::filesystem::remove_all(dir);
 }
 
 std::string ErrorOf(const std::vector<std::string>& overrides) {
