@@ -412,8 +412,8 @@ AdapterPlan CheckAdapter(const RunConfig& cfg, const plugin::StrategySet& strate
       !dynamic_cast<const ShardingStrategy&>(*sharding->impl).SupportsFrozenParameters()) {
     throw ConfigError(OriginOf(cfg, "sharding", at) + " plugin = \"" + sharding->name +
                       "\" cannot leave a frozen base alone, and [strategies.adapter] plugin = \"" +
-                      adapter->name + "\" freezes the model's parameters: use sharding \"none\" "
-                      "or \"ddp\" with an adapter");
+                      adapter->name + "\" freezes the model's parameters: use sharding \"zero2\" "
+                      "(or \"zero1\", \"ddp\", \"none\") with an adapter");
   }
   return plan;
 }

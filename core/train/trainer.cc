@@ -254,11 +254,18 @@ class RunLoop {
       const std::vector<size_t> indices = IndicesOf(built);
       hooks_.ParametersBuilt(indices, context_);
       if (!adopted_by_group_) continue;
+      // Only what trains is handed over: a frozen parameter has no master copy and no update.
+      std::vector<at::Tensor> trainable;
+      for (const at::Tensor& p : built) {
+        if (p.requires_grad()) trainable.push_back(p);
+      }
+      if (trainable.empty()) continue;
+      const std::vector<size_t> trainable_indices = IndicesOf(trainable);
       std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "model", [&] {
-        return precision->HandOverOptimizerParameters(built);
+        return precision->HandOverOptimizerParameters(trainable);
       });
       CallPlugin(*sharding_plugin_, "model", [&] {
-        sharding_->AdoptGroupOptimizerParameters(context_, indices, std::move(updated));
+        sharding_->AdoptGroupOptimizerParameters(context_, trainable_indices, std::move(updated));
       });
     }
   }

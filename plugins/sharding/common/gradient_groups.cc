@@ -39,7 +39,8 @@ void GradientGroups::BeginBackward() {
 
 void GradientGroups::Attach(std::vector<at::Tensor>& params, size_t g) {
   Group& group = groups_[g];
-  if (group.buffer.defined() || group.reduced) return;
+  // A group without a trainable parameter (a frozen block) has nothing to attach.
+  if (group.params.empty() || group.buffer.defined() || group.reduced) return;
   group.buffer = at::zeros({group.numel}, params[group.params.front()].options());
   for (size_t k = 0; k < group.params.size(); ++k) {
     at::Tensor& p = params[group.params[k]];

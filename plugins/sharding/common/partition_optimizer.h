@@ -17,6 +17,7 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
 #include <vector>
 
 #include "flat_partition.h"
@@ -38,6 +39,10 @@ class PartitionOptimizer {
   void AdoptGroup(RunContext& ctx, const std::vector<at::Tensor>& updated,
                   const std::vector<size_t>& built, const std::vector<at::Tensor>& params,
                   const FlatPartition& layout);
+
+  // Gives up the master partition adopted so far (undefined when none was): the engine lays the
+  // parameters out anew and adopts the masters again.
+  at::Tensor ReleaseMasters() { return std::exchange(master_, at::Tensor()); }
 
   // AdamW on this rank's partition: `owned` (P elements, the parameters' dtype) and `grad` (P
   // elements, scaled by grad_scale before the update). `owned_in_host_pool`: ZeRO-3's

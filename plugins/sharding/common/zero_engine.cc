@@ -3,6 +3,8 @@
 #include <torch/autograd.h>
 
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 #include "collectives.h"
 
@@ -53,7 +55,20 @@ void ZeroEngine::BlockBackwardEnds(size_t block) {
 
 void ZeroEngine::AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
                                                const std::vector<at::Tensor>& updated) {
-  optimizer_.AdoptGroup(ctx, updated, built, params_, layout_);
+  if (!deferred_) {
+    optimizer_.AdoptGroup(ctx, updated, built, params_, layout_);
+    return;
+  }
+  if (updated.size() != built.size()) {
+    throw std::invalid_argument("the precision slot handed over " + std::to_string(updated.size()) +
+                                " tensors to update for " + std::to_string(built.size()) +
+                                " parameters");
+  }
+  // Held until the end of the model stage, where the layout of the trainable parameters is known.
+  const std::vector<at::Tensor> all = ctx.model->Parameters();
+  for (size_t k = 0; k < built.size(); ++k) {
+    if (!updated[k].is_same(all.at(built[k]))) held_masters_.emplace_back(all[built[k]], updated[k]);
+  }
 }
 
 void ZeroEngine::AdoptOptimizerParameters(RunContext& ctx,
@@ -86,27 +101,88 @@ void ZeroEngine::AddModelState(ModelStateTensors& state) const {
   optimizer_.AddModelState(state);
 }
 
+namespace {
+
+const char* PluginName(int stage) { return stage == 1 ? "sharding/zero1" : "sharding/zero2"; }
+
+}  // namespace
+
 void ZeroEngine::ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx) {
-  if (built.empty()) return;
-  const char* plugin = options_.stage == 1 ? "sharding/zero1" : "sharding/zero2";
-  if (!flat_params_.defined()) {
+  if (built.empty() || deferred_) return;
+  const char* plugin = PluginName(options_.stage);
+  const std::vector<at::Tensor> all = ctx.model->Parameters();
+  if (params_.empty()) {
     comm_ = ctx.comm;
-    params_ = ctx.model->Parameters();  // the groups not built yet: shapes only
+    params_ = all;  // the groups not built yet: shapes only
     layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
+  }
+  // A frozen parameter, or one the model did not have when the layout was made (an adapter's):
+  // the trainable parameters are known only once every group is built.
+  for (size_t i : built) {
+    if (i >= params_.size() || !params_[i].is_same(all.at(i)) || !all[i].requires_grad()) {
+      DeferFlattening();
+      return;
+    }
+  }
+  if (!flat_params_.defined()) {
     RequireFlatDtype(params_, built, params_[built.front()].scalar_type(), plugin);
     flat_params_ = at::zeros({layout_.Padded()}, params_[built.front()].options());
   }
   RequireFlatDtype(params_, built, flat_params_.scalar_type(), plugin);
   FlattenInto(params_, built, layout_, flat_params_);
+  flattened_.insert(flattened_.end(), built.begin(), built.end());
+}
+
+void ZeroEngine::DeferFlattening() {
+  deferred_ = true;
+  const at::Tensor partition = optimizer_.ReleaseMasters();
+  if (!partition.defined()) return;
+  // The master copies of the groups flattened so far, gathered back from their owners' partitions
+  // (every rank builds the same groups, so every rank gets here at the same group).
+  at::Tensor full = at::zeros({layout_.Padded()}, flat_params_.options().dtype(at::kFloat));
+  full.narrow(0, layout_.Begin(layout_.rank), layout_.partition).copy_(partition);
+  GatherPartitions(Comm(), full, layout_);
+  for (size_t i : flattened_) {
+    held_masters_.emplace_back(
+        params_[i], full.narrow(0, layout_.offsets[i], params_[i].numel()).view(params_[i].sizes()));
+  }
 }
 
 void ZeroEngine::Partition(RunContext& ctx) {
-  if (!flat_params_.defined()) {  // not built group by group: the whole model at once
+  const char* plugin = PluginName(options_.stage);
+  // Not built group by group (the whole model at once), or a frozen base: the trainable
+  // parameters, flattened now (groups flattened before are moved into the new buffer).
+  if (!flat_params_.defined() || deferred_) {
     comm_ = ctx.comm;
-    params_ = ctx.model->Parameters();
-    RequireFlatDtype(params_, options_.stage == 1 ? "sharding/zero1" : "sharding/zero2");
+    params_.clear();
+    for (const at::Tensor& p : ctx.model->Parameters()) {
+      if (p.requires_grad()) params_.push_back(p);
+    }
+    if (params_.empty()) {
+      throw std::invalid_argument(std::string(plugin) + " found no parameter that trains");
+    }
+    RequireFlatDtype(params_, plugin);
     layout_ = FlatPartition(params_, Comm().WorldSize(), Comm().Rank());
     flat_params_ = FlattenParameters(params_, layout_);
+    flattened_.clear();
+    if (!held_masters_.empty()) {
+      std::unordered_map<const c10::TensorImpl*, at::Tensor> master_of;
+      for (const auto& [param, master] : held_masters_) {
+        master_of[param.unsafeGetTensorImpl()] = master;
+      }
+      std::vector<at::Tensor> masters;
+      for (const at::Tensor& p : params_) {
+        const auto found = master_of.find(p.unsafeGetTensorImpl());
+        if (found == master_of.end()) {
+          throw std::logic_error(std::string(plugin) + ": the precision slot handed over no master "
+                                 "copy for a trainable parameter");
+        }
+        masters.push_back(found->second);
+      }
+      held_masters_.clear();
+      master_of.clear();
+      optimizer_.Adopt(ctx, masters, params_, layout_);
+    }
   }
   if (options_.stage == 2) {
     groups_ = GroupByBlock(*ctx.model, params_);

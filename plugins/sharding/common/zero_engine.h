@@ -19,6 +19,15 @@
 //            elements and freed. A rank holds its gradient partition plus one block's gradients
 //            (and the LM head's and embedding's, reduced at the end of backward), never 4Ψ.
 //
+// A frozen base (an adapter's: requires_grad false) stays as the adapter stored it, replicated
+// and untouched: only the trainable parameters are flattened, partitioned, reduced and updated,
+// Ψ above counting them alone. Their layout is known only once every group is built (an adapter
+// adds its factors group by group), so once a built group holds a frozen parameter or a tensor the
+// model did not have at the first group, the flat buffer waits for the end of the model stage:
+// the trainable parameters (and the fp32 master copies handed over with them) are held as built
+// and flattened then, at once. Groups flattened before that (an adapter that keeps the embedding
+// trainable) are flattened again; their master partitions are gathered back first.
+//
 // offload_optimizer = cpu keeps the optimizer's partition (fp32 master copy, exp_avg,
 // exp_avg_sq and a gradient copy) in the host pool, outside the device budget; the update runs
 // there and the new partition is copied back into the device parameters.
@@ -28,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "block_backward_hooks.h"
@@ -84,6 +94,9 @@ class ZeroEngine final : public BlockBackwardListener {
   Communicator& Comm() { return comm_ != nullptr ? *comm_ : solo_; }
 
   void Partition(RunContext& ctx);
+  // The trainable parameters turn out not to be known yet (a frozen parameter, or a tensor an
+  // adapter added): from now on nothing is flattened before the end of the model stage.
+  void DeferFlattening();
 
   ZeroOptions options_;
   Communicator* comm_ = nullptr;
@@ -96,6 +109,11 @@ class ZeroEngine final : public BlockBackwardListener {
   BlockGroups groups_;     // stage 2
   GradientGroups grads_;   // stage 2
   PartitionOptimizer optimizer_;
+  // The flat buffer waits for the end of the model stage (a frozen base); meanwhile the fp32
+  // master copies handed over, with their parameters.
+  bool deferred_ = false;
+  std::vector<size_t> flattened_;  // into params_: the parameters in the flat buffer so far
+  std::vector<std::pair<at::Tensor, at::Tensor>> held_masters_;
 };
 
 }  // namespace memsweep::sharding

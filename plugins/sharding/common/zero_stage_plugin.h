@@ -13,6 +13,9 @@ template <int kStage>
 class ZeroStagePlugin final : public ZeroStrategy<ZeroEngine> {
  public:
   explicit ZeroStagePlugin(const PluginParams& p) : ZeroStrategy(Options(p)) {}
+  // A frozen base (an adapter's) stays replicated and untouched: only the trainable parameters
+  // are flattened, partitioned, reduced and updated (zero_engine.h).
+  bool SupportsFrozenParameters() const override { return true; }
 
  private:
   static ZeroOptions Options(const PluginParams& p) {

@@ -296,6 +296,112 @@ plugin = "bf16"
   ExpectEveryCellPassesVerification(db, 11, "bfloat16");
 }
 
+// ZeRO stages 1 and 2 beside an adapter that freezes the base (adapter/lora, adapter/qlora with
+// rank 4), on two ranks: the frozen base stays replicated and untouched, only the trainable
+// parameters are partitioned, reduced and updated. Every sharded cell follows the single-process
+// run of the same adapter; each ZeRO rank holds AdamW's two fp32 moments for its half of the
+// trainable elements only (8·⌈T/2⌉ bytes, ddp 8T), and every rank the whole frozen base (the
+// single process's frozen bytes).
+TEST(DataParallel, ZeroOverAFrozenBasePartitionsOnlyTheTrainableParameters) {
+  for (const std::string adapter : {"lora", "qlora"}) {
+    const fs::path dir = FreshTempDir("dp_frozen_" + adapter);
+    const fs::path file = WriteExperiment(dir, adapter, "[strategies.adapter]\nplugin = \"" +
+                                                            adapter + "\"\nrank = 4\n" + R"toml(
+[matrix]
+"strategies.sharding" = [
+  {plugin = "none"},
+  {plugin = "ddp", reduce_bucket_size = 5000},
+  {plugin = "zero1", reduce_bucket_size = 5000},
+  {plugin = "zero2", reduce_bucket_size = 5000},
+  {plugin = "zero2", offload_optimizer = "cpu"},
+]
+[[matrix.include]]
+"strategies.sharding" = {plugin = "none"}
+"device.world_size" = 1
+"strategies.batching.accumulation_steps" = 2
+)toml", "", "reference = \"device.world_size=1\"\n");
+    const fs::path db = dir / "results.db";
+    const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
+    ASSERT_EQ(out.exit_code, 0) << adapter << ": " << out.output;
+    ExpectLossesFollowCellZero(db, 5);
+    ExpectEveryCellPassesVerification(db, 5, "float32");
+    results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+    const results::QueryResult single = read.Query(
+        "SELECT m.trainable_params, m.frozen_params_bytes FROM run_metrics m "
+        "JOIN runs r ON r.id = m.run_id WHERE r.cell_index = 0");
+    ASSERT_EQ(single.rows.size(), 1u) << adapter;
+    const int64_t trainable = std::stoll(*single.rows[0][0]);
+    const int64_t frozen = std::stoll(*single.rows[0][1]);
+    ASSERT_GT(trainable, 0);
+    ASSERT_GT(frozen, 0);
+    const results::QueryResult ranks = read.Query(
+        "SELECT r.cell_index, k.rank, k.optimizer_bytes, k.frozen_params_bytes, "
+        "k.host_pool_peak_bytes FROM run_ranks k JOIN runs r ON r.id = k.run_id "
+        "ORDER BY r.cell_index, k.rank");
+    ASSERT_EQ(ranks.rows.size(), 8u) << adapter;  // cells 1..4, two ranks each
+    for (const auto& row : ranks.rows) {
+      const int cell = std::stoi(*row[0]);
+      const std::string what = adapter + " cell " + std::to_string(cell) + " rank " + *row[1];
+      const int64_t optimizer = std::stoll(*row[2]);
+      EXPECT_EQ(std::stoll(*row[3]), frozen) << what << ": every rank holds the whole base";
+      if (cell == 1) EXPECT_EQ(optimizer, 8 * trainable) << what;
+      if (cell == 2 || cell == 3) EXPECT_EQ(optimizer, 8 * ((trainable + 1) / 2)) << what;
+      if (cell == 4) {
+        EXPECT_EQ(optimizer, 0) << what << ": offloaded state is not device memory";
+        EXPECT_GE(std::stoll(*row[4]), 8 * ((trainable + 1) / 2)) << what;
+      }
+    }
+  }
+}
+
+// The same under precision/bf16 with the embedding trained in full beside the factors
+// (modules_to_save): the first group built trains, so ZeRO partitions it and its fp32 master
+// copy before the first frozen parameter shows up, then gathers that partition back and lays
+// the trainable parameters out again at the end of the model stage. The cells follow the
+// single-process bf16 run as in Bf16MasterWeightsFollowTheSingleProcessBf16Trajectory; the
+// optimizer holds 12 bytes (master, exp_avg, exp_avg_sq) per trainable element, half per rank.
+TEST(DataParallel, ZeroOverAFrozenBaseWithATrainableEmbeddingInBf16) {
+  const fs::path dir = FreshTempDir("dp_frozen_bf16");
+  const fs::path file = WriteExperiment(dir, "frozen_bf16", R"toml(
+[strategies.precision]
+plugin = "bf16"
+[strategies.adapter]
+plugin = "lora"
+rank = 4
+modules_to_save = ["embed_tokens"]
+[matrix]
+"strategies.sharding" = [
+  {plugin = "none"},
+  {plugin = "zero1", reduce_bucket_size = 5000},
+  {plugin = "zero2", reduce_bucket_size = 5000},
+]
+[[matrix.include]]
+"strategies.sharding" = {plugin = "none"}
+"device.world_size" = 1
+"strategies.batching.accumulation_steps" = 2
+)toml", "", "reference = \"device.world_size=1\"\n");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  ExpectLossesFollowCellZero(db, 3);
+  ExpectEveryCellPassesVerification(db, 3, "bfloat16");
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult single = read.Query(
+      "SELECT m.trainable_params, m.frozen_params_bytes FROM run_metrics m "
+      "JOIN runs r ON r.id = m.run_id WHERE r.cell_index = 0");
+  ASSERT_EQ(single.rows.size(), 1u);
+  const int64_t trainable = std::stoll(*single.rows[0][0]);
+  const results::QueryResult ranks = read.Query(
+      "SELECT r.cell_index, k.rank, k.optimizer_bytes, k.frozen_params_bytes FROM run_ranks k "
+      "JOIN runs r ON r.id = k.run_id ORDER BY r.cell_index, k.rank");
+  ASSERT_EQ(ranks.rows.size(), 4u);
+  for (const auto& row : ranks.rows) {
+    const std::string what = "cell " + *row[0] + " rank " + *row[1];
+    EXPECT_EQ(std::stoll(*row[2]), 12 * ((trainable + 1) / 2)) << what;
+    EXPECT_EQ(*row[3], *single.rows[0][1]) << what;
+  }
+}
+
 // Per-rank model state with bf16 parameters against the ZeRO paper's mixed-precision formulas
 // (K = 12: fp32 master, exp_avg, exp_avg_sq): zero1 2Ψ + 2Ψ + 12Ψ/N, zero2 2Ψ + 14Ψ/N,
 // zero3 16Ψ/N; ddp holds 2Ψ of bf16 parameters, 4Ψ of fp32 gradients on the masters at the update

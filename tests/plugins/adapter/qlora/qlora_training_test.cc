@@ -172,9 +172,18 @@ TEST(QloraTrainingTest, BadSettingsAreRefusedBeforeAnythingRuns) {
   EXPECT_NE(ErrorOf(Qlora({"strategies.adapter.compute_dtype=\"fp8\""}))
                 .find("is not one of fp32, bf16, fp16"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Qlora({"strategies.sharding.plugin=\"zero2\"", "device.world_size=2"}))
-                .find("use sharding \"none\" or \"ddp\" with an adapter"),
+  // ZeRO-3 partitions every parameter, the frozen base's too; zero1 and zero2 leave it alone.
+  EXPECT_NE(ErrorOf(Qlora({"strategies.sharding.plugin=\"zero3\"", "device.world_size=2"}))
+                .find("cannot leave a frozen base alone, and [strategies.adapter] plugin = "
+                      "\"qlora\" freezes the model's parameters: use sharding \"zero2\" (or "
+                      "\"zero1\", \"ddp\", \"none\") with an adapter"),
             std::string::npos);
+  for (const char* zero : {"zero1", "zero2"}) {
+    EXPECT_EQ(ErrorOf(Qlora({"strategies.sharding.plugin=\"" + std::string(zero) + "\"",
+                             "device.world_size=2"})),
+              "")
+        << zero;
+  }
 }
 
 }  // namespace
