@@ -604,15 +604,15 @@ bool SetUpDevice(const config::RunConfig& config, const c10::Device& device,
     result.device.allocator_settings = facts.allocator_settings;
     if (device.is_cuda()) session.guard.emplace(device);
     // bf16 products on the CPU: LibTorch's kernels or the upcast ones (env/cpu_gemm.h), chosen
-    // before the calibration so that the bf16 peak is the one the run gets. Runs that compute
-    // in another dtype keep LibTorch's kernels and measure nothing. fp32 products likewise
-    // (oneDNN or MKL): every dtype's run has fp32 products (the loss, and bf16's upcast path
-    // multiplies through them).
+    // before the calibration so that the bf16 peak is the one the run gets — in every run, not
+    // only those that compute in bf16: an fp32 run reaches bf16 products too where an adapter
+    // keeps its frozen base in bf16 or QLoRA multiplies in bf16 (the upcast kernels leave every
+    // other dtype to LibTorch, so fp32 products are unchanged). fp32 products likewise (oneDNN
+    // or MKL): every dtype's run has fp32 products (the loss, and bf16's upcast path multiplies
+    // through them).
     if (device.is_cpu()) {
       env::UseFp32Gemm(env::ChooseFp32Gemm(config.device.fp32_gemm));
-      env::UseBf16Gemm(facts.compute_dtype == at::kBFloat16
-                           ? env::ChooseBf16Gemm(config.device.gemm)
-                           : env::Bf16Gemm::kNative);
+      env::UseBf16Gemm(env::ChooseBf16Gemm(config.device.gemm));
     }
     session.meter = memory::MakeDeviceMeter(device);
     result.summary.peak_flops = env::CachedGemmPeakFlops(facts.compute_dtype, device);

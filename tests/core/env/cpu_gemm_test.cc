@@ -230,8 +230,21 @@ TEST_F(Bf16GemmTest, AutoIsNativeWhereAmxOrAvx512Bf16OffIntelAndTheRunRecordsThe
     ASSERT_EQ(r.status, train::RunStatus::kOk) << r.error;
     EXPECT_EQ(r.environment.bf16_gemm, gemm);
   }
-  const train::RunResult fp32 = testing_support::Train(testing_support::TinyRun(1));
-  EXPECT_EQ(fp32.environment.bf16_gemm, "native");  // nothing to choose for fp32 products
+  // An fp32 run takes the chosen path too: a frozen bf16 base (LoRA's base_dtype, QLoRA's
+  // products) makes bf16 products in it, which LibTorch's generic kernel ran ~100x slower on an
+  // AVX2 CPU. fp32 products are the same on either path.
+  const train::RunResult fp32 = testing_support::Train(testing_support::TinyRun(2));
+  EXPECT_EQ(fp32.environment.bf16_gemm, Bf16GemmName(ChooseBf16Gemm(Bf16GemmSetting::kAuto)));
+  for (const char* gemm : {"native", "upcast"}) {
+    const train::RunResult lora = testing_support::Train(testing_support::TinyRun(
+        2, {"strategies.adapter.plugin=\"lora\"", "strategies.adapter.base_dtype=\"bf16\"",
+            std::string("device.gemm=\"") + gemm + "\""}));
+    ASSERT_EQ(lora.status, train::RunStatus::kOk) << lora.error;
+    EXPECT_EQ(lora.environment.bf16_gemm, gemm);
+    const train::RunResult plain = testing_support::Train(
+        testing_support::TinyRun(2, {std::string("device.gemm=\"") + gemm + "\""}));
+    EXPECT_EQ(testing_support::Losses(plain), testing_support::Losses(fp32)) << gemm;
+  }
 }
 
 }  // namespace
