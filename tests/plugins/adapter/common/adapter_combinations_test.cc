@@ -17,12 +17,14 @@
 #include "core/config/strategy_resolver.h"
 #include "core/train/trainer.h"
 #include "memsweep/strategy.h"
+#include "support/frozen_base_probe.h"
 #include "support/run_configs.h"
 
 namespace memsweep::plugins::adapter {
 namespace {
 
 using testing_support::ExpectSameTrajectory;
+using testing_support::FrozenBaseProbe;
 using testing_support::Losses;
 using testing_support::StepPathTerms;
 using testing_support::TinyRun;
@@ -91,29 +93,6 @@ std::vector<Combination> Combinations() {
   };
 }
 
-// A callback that snapshots the frozen parameters after the model stage and checks them at the
-// end of the run.
-class FrozenBaseProbe final : public CallbackStrategy {
- public:
-  int64_t frozen_tensors = 0, changed = 0;
-  void OnStageEnd(Stage stage, RunContext& ctx) override {
-    if (stage == Stage::kModel) {
-      for (const at::Tensor& p : ctx.model->Parameters()) {
-        if (p.requires_grad()) continue;
-        params_.push_back(p);
-        before_.push_back(p.detach().clone());
-      }
-      frozen_tensors = static_cast<int64_t>(params_.size());
-    }
-    if (stage == Stage::kRunEnd) {
-      for (size_t i = 0; i < params_.size(); ++i) changed += at::equal(params_[i], before_[i]) ? 0 : 1;
-    }
-  }
-
- private:
-  std::vector<at::Tensor> params_, before_;
-};
-
 struct Probed {
   train::RunResult result;
   std::shared_ptr<FrozenBaseProbe> probe;
@@ -151,9 +130,10 @@ TEST_P(AdapterCombinationTest, WorksBesideTheAdapter) {
   const std::string what = adapter.name + " + " + combination.name;
 
   // The frozen base: the same tensors, untouched by training, counted as the adapter counts them.
-  EXPECT_GT(with.probe->frozen_tensors, 0) << what;
-  EXPECT_EQ(with.probe->frozen_tensors, alone.probe->frozen_tensors) << what;
+  EXPECT_GT(with.probe->frozen, 0) << what;
+  EXPECT_EQ(with.probe->frozen, alone.probe->frozen) << what;
   EXPECT_EQ(with.probe->changed, 0) << what << ": frozen tensors changed by training";
+  EXPECT_EQ(with.probe->with_grad, 0) << what << ": frozen tensors with a gradient";
   EXPECT_EQ(with.result.memory.frozen_params_bytes, alone.result.memory.frozen_params_bytes) << what;
   EXPECT_EQ(with.result.summary.trainable_params, alone.result.summary.trainable_params) << what;
 

@@ -15,38 +15,15 @@
 #include "core/config/strategy_resolver.h"
 #include "core/train/trainer.h"
 #include "memsweep/strategy.h"
+#include "support/frozen_base_probe.h"
 #include "support/run_configs.h"
 
 namespace memsweep::sharding::frozen_base_test {
 namespace {
 
+using testing_support::FrozenBaseProbe;
 using testing_support::Losses;
 using testing_support::TinyRun;
-
-// Keeps copies of the frozen parameters at the end of the model stage and checks them, bit for
-// bit, at the end of the run.
-class FrozenBaseProbe final : public CallbackStrategy {
- public:
-  void OnStageEnd(Stage stage, RunContext& ctx) override {
-    if (stage == Stage::kModel) {
-      for (const at::Tensor& p : ctx.model->Parameters()) {
-        if (p.requires_grad()) continue;
-        frozen.push_back(p);
-        before.push_back(p.detach().clone());
-      }
-    }
-    if (stage == Stage::kRunEnd) {
-      ++checked;
-      for (size_t i = 0; i < frozen.size(); ++i) {
-        EXPECT_TRUE(at::equal(frozen[i], before[i])) << what << ": frozen parameter " << i;
-        EXPECT_FALSE(frozen[i].grad().defined()) << what << ": frozen parameter " << i;
-      }
-    }
-  }
-  std::string what;
-  std::vector<at::Tensor> frozen, before;
-  int checked = 0;
-};
 
 struct Trained {
   train::RunResult result;
@@ -55,13 +32,14 @@ struct Trained {
 
 Trained TrainChecked(const config::RunConfig& cfg, const std::string& what) {
   auto probe = std::make_shared<FrozenBaseProbe>();
-  probe->what = what;
   plugin::StrategySet strategies = config::InstantiateStrategies(cfg);
   strategies.push_back({"callbacks", "frozen-base-probe", "0", probe});
   Trained t{train::Trainer(cfg, std::move(strategies)).Run(), 0};
   EXPECT_EQ(t.result.status, train::RunStatus::kOk) << what << ": " << t.result.error;
   EXPECT_EQ(probe->checked, 1) << what;
-  t.frozen = probe->frozen.size();
+  EXPECT_EQ(probe->changed, 0) << what << ": frozen parameters changed by training";
+  EXPECT_EQ(probe->with_grad, 0) << what << ": frozen parameters with a gradient";
+  t.frozen = static_cast<size_t>(probe->frozen);
   return t;
 }
 
