@@ -26,8 +26,8 @@ function(memsweep_add_plugin NAME)
   if(ARG_OUTPUT_DIRECTORY)
     set_target_properties(${NAME} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY})
   endif()
-  if(TARGET memsweep_plugin_pch)  # memsweep's own tree only
-    target_precompile_headers(${NAME} REUSE_FROM memsweep_plugin_pch)
+  if(TARGET memsweep_pch)  # memsweep's own tree only: its precompiled header
+    target_precompile_headers(${NAME} REUSE_FROM memsweep_pch)
     memsweep_skip_pch_where_unused(${NAME})
   endif()
   target_link_options(${NAME} PRIVATE

@@ -1,1 +1,1 @@
-// Compiled only to produce the precompiled header that memsweep's in-tree plugins share.
+// Compiled only to produce the precompiled header that memsweep's core, programs and in-tree plugins share.

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/sdk/adamw_composite.h"
+#include "core/sdk/adamw_kernel.h"
 
 namespace memsweep {
 namespace {
@@ -39,24 +40,6 @@ void CompositeSlice(const at::Tensor& p, const at::Tensor& grad, const at::Tenso
   param.addcdiv_(m, denom, -h.lr / bias1);
 }
 
-struct Coefficients {
-  float decay, b1, g1, b2, g2, inv_sqrt_bias2, eps, step_size;
-};
-
-// n elements of the fused update. The arrays do not overlap (distinct tensors), and this file is
-// compiled with -fno-math-errno (v ≥ 0 needs no errno; core/CMakeLists.txt), so it vectorises.
-void UpdateRange(float* __restrict p, const float* __restrict grad, float* __restrict exp_avg,
-                 float* __restrict exp_avg_sq, int64_t n, const Coefficients c) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i];
-    const float m = exp_avg[i] * c.b1 + g * c.g1;
-    const float v = exp_avg_sq[i] * c.b2 + g * g * c.g2;
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    p[i] = p[i] * c.decay + c.step_size * (m / (__builtin_sqrtf(v) * c.inv_sqrt_bias2 + c.eps));
-  }
-}
-
 }  // namespace
 
 void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& exp_avg,
@@ -71,7 +54,7 @@ void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& 
   // One pass over p, g, m, v instead of nine ops (each a pass, three writing temporaries). The
   // scalars are rounded to fp32 as LibTorch rounds a Scalar for an fp32 op; the division by
   // √bias2 is a multiplication by its reciprocal, as LibTorch's division by a scalar is.
-  const Coefficients c{static_cast<float>(1.0 - h.lr * h.weight_decay),
+  const adamw::Coefficients c{static_cast<float>(1.0 - h.lr * h.weight_decay),
                        static_cast<float>(h.beta1),
                        static_cast<float>(1.0 - h.beta1),
                        static_cast<float>(h.beta2),
@@ -84,7 +67,7 @@ void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& 
   float* mp = exp_avg.data_ptr<float>();
   float* vp = exp_avg_sq.data_ptr<float>();
   at::parallel_for(0, p.numel(), kGrain, [=](int64_t begin, int64_t end) {
-    UpdateRange(pp + begin, gp + begin, mp + begin, vp + begin, end - begin, c);
+    adamw::UpdateRange(pp + begin, gp + begin, mp + begin, vp + begin, end - begin, c);
   });
 }
 
