@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "memsweep/batch.h"
+#include "memsweep/loss.h"
 #include "core/model/linear_shapes.h"
 #include "core/model/rotary.h"
 
@@ -251,16 +252,20 @@ std::vector<at::Tensor> LlamaModelImpl::BuildGroup(size_t group) {
   return rest;
 }
 
-at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& position_ids,
-                                   const at::Tensor& segment_ids) {
+at::Tensor LlamaModelImpl::HiddenStates(const at::Tensor& input_ids,
+                                        const at::Tensor& position_ids,
+                                        const at::Tensor& segment_ids) {
   TORCH_CHECK(attention_, "LlamaModel: no attention function set (the attention slot sets it)");
   at::Tensor x = at::embedding(embed_tokens_, input_ids);
   auto [cos, sin] = RotaryTables(position_ids, config_, x.scalar_type());
   const AttentionInputs inputs{position_ids, segment_ids};
   for (auto& block : blocks_) x = block_runner_(*block, x, cos, sin, inputs, attention_);
-  const at::Tensor normed = final_norm_->forward(x);
-  const LinearLayer& head = lm_head_layer_;
-  return head.forward ? head.forward(normed, head.weight, head.bias) : at::linear(normed, lm_head_);
+  return final_norm_->forward(x);
+}
+
+at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                                   const at::Tensor& segment_ids) {
+  return ApplyLinear(lm_head_layer_, HiddenStates(input_ids, position_ids, segment_ids));
 }
 
 namespace {

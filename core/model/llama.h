@@ -100,9 +100,13 @@ class LlamaModelImpl : public torch::nn::Module, public Model {
   size_t BuildGroupCount() const { return blocks_.size() + 2; }
   std::vector<at::Tensor> BuildGroup(size_t group);
   // input_ids, position_ids (and segment_ids, see AttentionInputs): [B, T] int64.
-  // Returns logits [B, T, vocab].
+  // Returns logits [B, T, vocab]: the LM head over HiddenStates.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& position_ids,
                      const at::Tensor& segment_ids = {});
+  // The final norm's output [B, T, hidden]: what the LM head and the loss slot take.
+  at::Tensor HiddenStates(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                          const at::Tensor& segment_ids = {});
+  const LinearLayer& LmHead() const { return lm_head_layer_; }
 
   void SetAttention(AttentionFn attention) { attention_ = std::move(attention); }
   void SetBlockRunner(BlockRunner runner) { block_runner_ = std::move(runner); }

@@ -72,7 +72,7 @@ PluginRegistrar::~PluginRegistrar() = default;
 const std::vector<std::string>& SlotNames() {
   static const std::vector<std::string> kNames = {
       "allocator", "sharding",  "precision",     "adapter",  "packing",
-      "batching",  "attention", "checkpointing", "callbacks"};
+      "batching",  "attention", "checkpointing", "loss",    "callbacks"};
   return kNames;
 }
 

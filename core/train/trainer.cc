@@ -303,6 +303,12 @@ class RunLoop {
     state_.model->SetBlockRunner(CallPlugin(*sharding_plugin_, "model", [&] {
       return sharding_->WrapBlockRunner(std::move(runner));
     }));
+    auto [loss, loss_plugin] = hooks_.Get<LossStrategy>(Slot::kLoss);
+    model::LossFn loss_fn = CallPlugin(*loss_plugin, "model", [&] { return loss->MakeLoss(); });
+    const ActiveStrategy* loss_owner = loss_plugin;
+    loss_ = [loss_fn, loss_owner](const model::LossInputs& inputs) {
+      return CallPlugin(*loss_owner, "forward", [&] { return loss_fn(inputs); });
+    };
     stages_.End();
   }
 
@@ -455,9 +461,10 @@ class RunLoop {
     context_.loss = &loss;
     stages_.Begin(Stage::kForward, step);
     {
-      at::Tensor logits = state_.model->forward(batch.input_ids, batch.position_ids,
-                                                batch.segment_ids);
-      loss = model::NextTokenLoss(logits, batch.targets, record.tokens);
+      const at::Tensor hidden = state_.model->HiddenStates(batch.input_ids, batch.position_ids,
+                                                           batch.segment_ids);
+      loss = loss_(model::LossInputs{hidden, &state_.model->LmHead(), batch.targets,
+                                     static_cast<double>(record.tokens)});
     }
     stages_.End();
     // The loss as computed, before a precision strategy's backward hook may scale it.
@@ -512,6 +519,7 @@ class RunLoop {
   // The sharding slot took the optimizer's tensors group by group in the model stage.
   bool adopted_by_group_ = false;
   int64_t adapter_trainable_ = 0;  // elements of the adapter's trainable tensors
+  model::LossFn loss_;  // the loss slot's, set in the model stage
 };
 
 }  // namespace

@@ -31,16 +31,18 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"packing/bucketed", false},       {"sharding/ddp", true},
       {"sharding/zero1", true},          {"sharding/zero2", true},
       {"sharding/zero3", true},          {"adapter/none", true},
-      {"adapter/lora", false}};
+      {"adapter/lora", false},            {"loss/full", true},
+      {"loss/chunked", true},            {"loss/fused", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
       {"strategies.allocator.plugin=caching", "strategies.checkpointing.plugin=full",
        "strategies.precision.plugin=bf16-autocast",
        "strategies.callbacks=[{plugin = \"empty_cache\"}]"},
-      {"strategies.checkpointing.plugin=every_k"},
+      {"strategies.checkpointing.plugin=every_k", "strategies.loss.plugin=chunked"},
       {"strategies.checkpointing.plugin=selective", "strategies.precision.plugin=bf16",
        "strategies.attention.plugin=chunked"},
-      {"strategies.attention.plugin=flash", "strategies.packing.plugin=pack"},
+      {"strategies.attention.plugin=flash", "strategies.packing.plugin=pack",
+       "strategies.loss.plugin=fused"},
       {"strategies.packing.plugin=concat", "strategies.adapter.plugin=lora"},
       {"strategies.packing.plugin=bucketed", "strategies.sharding.plugin=ddp"},
       {"strategies.sharding.plugin=zero1", "device.world_size=2"},

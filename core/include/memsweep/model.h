@@ -61,6 +61,10 @@ struct LinearLayer {
   at::Tensor weight;  // [out_features, in_features]
   at::Tensor bias;    // [out_features], or undefined
   LinearFn forward;
+  // The trainable tensors `forward` reads besides weight and bias (an adapter's factors), which
+  // the adapter slot lists when it sets `forward`: a loss that differentiates the LM head itself
+  // (loss/fused) asks autograd for their gradients too.
+  std::vector<at::Tensor> forward_tensors;
 };
 
 // One decoder block: RMSNorm → attention → residual → RMSNorm → SwiGLU MLP → residual.

@@ -35,7 +35,8 @@ extern "C" {
 /* 5: the adapter slot (Slot::kAdapter, AdapterStrategy; model::Model's Linears, Embedding and
  *    Shape), RunContext::seed, ShardingStrategy::SupportsFrozenParameters and the parameter type
  *    MEMSWEEP_PARAM_STRINGS. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 5u
+/* 6: the loss slot (Slot::kLoss, LossStrategy, memsweep/loss.h): Slot's callbacks moved. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 6u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {

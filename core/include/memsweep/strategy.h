@@ -19,6 +19,8 @@
 //   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
 //   attention      AttentionStrategy      the attention core (AttentionFn)
 //   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
+//   loss           LossStrategy           the LM head and the loss from the final hidden
+//                                         states (LossFn, memsweep/loss.h)
 //   callbacks      CallbackStrategy       stage hooks only; zero or more per run
 //
 // Every strategy may refuse the run's device (DeviceRefusal): the host asks at plan time, before
@@ -53,6 +55,7 @@
 #include "memsweep/data_config.h"
 #include "memsweep/device_memory.h"
 #include "memsweep/host_pool.h"
+#include "memsweep/loss.h"
 #include "memsweep/memory_backend.h"
 #include "memsweep/model.h"
 #include "memsweep/stage.h"
@@ -68,6 +71,7 @@ enum class Slot : uint8_t {
   kBatching,
   kAttention,
   kCheckpointing,
+  kLoss,
   kCallbacks,
 };
 
@@ -244,6 +248,13 @@ class AttentionStrategy : public Strategy {
 class CheckpointingStrategy : public Strategy {
  public:
   virtual model::BlockRunner MakeBlockRunner() = 0;
+};
+
+class LossStrategy : public Strategy {
+ public:
+  // Called once, in the model stage; the trainer calls the function once per micro-batch, in
+  // the forward stage, and differentiates what it returns in the backward stage.
+  virtual model::LossFn MakeLoss() = 0;
 };
 
 // What one optimizer step uses (from [optimizer] and the learning-rate schedule).

@@ -75,6 +75,7 @@ std::vector<AdapterTensor> LoraAdapter::AdaptGroup(const std::vector<size_t>& bu
       f.scaling = Scaling();
       f.dropout = dropout_;
       layer.forward = LoraForward(std::move(f), base.forward(layer));
+      layer.forward_tensors = {a, b};
     }
     added.push_back({m.module + "_lora_A", a});
     added.push_back({m.module + "_lora_B", b});

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "memsweep/plugin_abi.h"
 #include "core/experiment/cell.h"
 
 #include "support/cli_runner.h"
@@ -117,7 +118,7 @@ TEST(PlanCommandTest, ALibraryThatFailsOnThePluginPathIsRefused) {
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("error: MEMSWEEP_PLUGIN_PATH names libraries that failed to load:\n"
                             "  " + library + ": incompatible plugin:\n"
-                            "    ABI version: expected 5, found 999\n"
+                            "    ABI version: expected " + std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION) + ", found 999\n"
                             "    rebuild it against this memsweep's SDK\n"
                             "rebuild or remove them, or take them out of MEMSWEEP_PLUGIN_PATH "
                             "(`memsweep plugins` lists every plugin and every failure)\n"),

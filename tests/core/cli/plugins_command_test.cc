@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "memsweep/plugin_abi.h"
 #include "support/cli_runner.h"
 
 namespace {
@@ -33,7 +34,7 @@ TEST(PluginsCommandTest, SearchesThePluginPathAndReportsFailures) {
   EXPECT_NE(out.output.find("  " + dir + "/fixture_wrong_abi.so (from --path)\n"),
             std::string::npos)
       << out.output;
-  EXPECT_NE(out.output.find("ABI version: expected 5, found 999"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("ABI version: expected " + std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION) + ", found 999"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("duplicate plugin 'fixture-good'"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("error: 6 plugin libraries failed to load (listed above)"),
             std::string::npos)

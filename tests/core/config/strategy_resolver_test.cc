@@ -1,5 +1,6 @@
 // Choosing and creating an experiment's plugins: where a plugin's own errors point, and the rule
 // for libraries that fail to load (docs/plugin-guide.md, "Load errors").
+#include "memsweep/plugin_abi.h"
 #include "core/config/strategy_resolver.h"
 
 #include <gtest/gtest.h>
@@ -53,7 +54,7 @@ TEST(StrategyResolverTest, ALibraryFromPluginsPathsThatFailsNamesItsEntry) {
   EXPECT_EQ(ConfigErrorOf(text),
             kExperiment + ":4:10: [plugins] paths entry '" + library + "': failed to load:\n  " +
                 library + ": incompatible plugin:\n"
-                          "    ABI version: expected 5, found 999\n"
+                          "    ABI version: expected " + std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION) + ", found 999\n"
                           "    rebuild it against this memsweep's SDK\n"
                           "rebuild or remove the library, or take it out of [plugins] paths");
   // The same again (the library was tried already): the same refusal, not a silent skip.

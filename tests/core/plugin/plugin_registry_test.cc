@@ -1,3 +1,4 @@
+#include "memsweep/plugin_abi.h"
 #include "core/plugin/plugin_registry.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ TEST_F(FixtureRegistryTest, LoadsTheGoodPluginDespiteTheBrokenOnes) {
 TEST_F(FixtureRegistryTest, RejectsWrongAbiVersion) {
   EXPECT_EQ(FailureFor(registry_, "fixture_wrong_abi.so"),
             kDir + "/fixture_wrong_abi.so: incompatible plugin:\n"
-                   "  ABI version: expected 5, found 999\n"
+                   "  ABI version: expected " + std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION) + ", found 999\n"
                    "  rebuild it against this memsweep's SDK");
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 const std::vector<std::string> kHookOrder = {"allocator", "sharding",      "precision",
                                              "adapter",   "packing",       "batching",
-                                             "attention", "checkpointing", "callbacks"};
+                                             "attention", "checkpointing", "loss",      "callbacks"};
 
 TEST(HookOrderTest, SlotNamesAreTheHookOrderAndMatchTheSlotEnum) {
   EXPECT_EQ(SlotNames(), kHookOrder);

@@ -94,6 +94,36 @@ void ExpectEveryCellPassesVerification(const fs::path& db, size_t cells, const s
   }
 }
 
+// loss/fused under ZeRO-3: the LM head (tied to the embedding) is gathered for the micro-batch
+// and the fused loss returns its gradient from its own backward node, which ZeRO-3 reduces like
+// any other; the trajectory is the single process's with loss/full.
+TEST(DataParallel, FusedLossUnderZero3FollowsTheSingleProcessTrajectory) {
+  const fs::path dir = FreshTempDir("dp_fused_loss");
+  const fs::path file = WriteExperiment(dir, "dpfused", R"toml(
+[matrix]
+"strategies.sharding" = [{plugin = "zero3", reduce_bucket_size = 5000}]
+"strategies.loss" = [{plugin = "fused", chunk_tokens = 40}, {plugin = "fused"}]
+[[matrix.include]]
+"strategies.sharding" = {plugin = "none"}
+"strategies.loss" = {plugin = "full"}
+"device.world_size" = 1
+"strategies.batching.accumulation_steps" = 2
+)toml", "", "reference = \"device.world_size=1\"\n");
+  const fs::path db = dir / "results.db";
+  const auto out = RunMemsweep("run " + file.string() + " --db " + db.string());
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  ExpectLossesFollowCellZero(db, 3);
+  // The loss-equivalence verification agrees: both fused cells pass against the reference.
+  results::ResultsDb read(db.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult verdicts = read.Query(
+      "SELECT r.cell_index, v.verdict FROM verification v JOIN runs r ON r.id = v.run_id "
+      "ORDER BY r.cell_index");
+  ASSERT_EQ(verdicts.rows.size(), 3u);
+  EXPECT_EQ(*verdicts.rows[0][1], "pass");
+  EXPECT_EQ(*verdicts.rows[1][1], "pass");
+  EXPECT_EQ(*verdicts.rows[2][1], "reference");
+}
+
 TEST(DataParallel, EveryShardingFollowsTheSingleProcessTrajectory) {
   const fs::path dir = FreshTempDir("dp_equivalence");
   const fs::path file = WriteExperiment(dir, "dp", R"toml(

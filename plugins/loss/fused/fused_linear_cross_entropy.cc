@@ -1,0 +1,189 @@
+#include "fused_linear_cross_entropy.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "../common/token_loss.h"
+#include "memsweep/batch.h"
+
+namespace memsweep::plugins::loss {
+namespace {
+
+// Everything FusedFunction needs besides its differentiable inputs.
+struct FusedCall {
+  const model::LinearLayer* head = nullptr;
+  at::Tensor targets;  // [N] int64
+  double normalizer = 1.0;
+  FusedLossOptions options;
+};
+
+// The sums of the head's gradients over the chunks, in fp32 or in the tensor's own dtype.
+class GradientSum {
+ public:
+  GradientSum(const at::Tensor& like, bool fp32) {
+    if (!like.defined() || !like.requires_grad()) return;
+    sum_ = at::zeros(like.sizes(), like.options().dtype(fp32 ? at::kFloat : like.scalar_type()));
+    dtype_ = like.scalar_type();
+  }
+  bool active() const { return sum_.defined(); }
+  // sum += aᵀ·b (the weight's gradient of one chunk), in place when the dtypes allow.
+  void AddProduct(const at::Tensor& a_t, const at::Tensor& b) {
+    if (sum_.scalar_type() == a_t.scalar_type()) {
+      sum_.addmm_(a_t, b);
+    } else {
+      sum_.add_(at::mm(a_t, b));  // rounded once per chunk in the compute dtype, summed in fp32
+    }
+  }
+  void Add(const at::Tensor& t) { sum_.add_(t); }
+  // The sum in the tensor's dtype (the fp32 buffer is released).
+  at::Tensor Finish() {
+    if (!sum_.defined()) return {};
+    at::Tensor out = sum_.scalar_type() == dtype_ ? sum_ : sum_.to(dtype_);
+    sum_ = at::Tensor();
+    return out;
+  }
+
+ private:
+  at::Tensor sum_;
+  c10::ScalarType dtype_ = at::kFloat;
+};
+
+at::Tensor InDtype(const at::Tensor& t, c10::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
+// One chunk of a plain head (no adapter forward): logits, their loss and, from softmax −
+// one-hot, the gradients — by hand, so that only the chunk's logits (and their fp32 copy) exist.
+void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                const at::Tensor& t, const FusedCall& call, at::Tensor& loss_sum,
+                at::Tensor grad_h, GradientSum& grad_w, GradientSum& grad_b) {
+  at::Tensor logits = at::linear(h, weight, bias);  // the compute dtype (autocast's, if on)
+  const c10::ScalarType compute = logits.scalar_type();
+  at::Tensor x = call.options.upcast ? InDtype(logits, at::kFloat) : logits;
+  logits = at::Tensor();
+  const at::Tensor valid = t.ne(data::kIgnoreIndex);
+  const at::Tensor index = t.masked_fill(valid.logical_not(), 0).unsqueeze(1);
+  const at::Tensor lse = at::logsumexp(x, {1});
+  const at::Tensor picked = x.gather(1, index).squeeze(1);
+  loss_sum.add_(InDtype(lse - picked, at::kFloat).masked_fill(valid.logical_not(), 0).sum());
+  if (!grad_h.defined() && !grad_w.active() && !grad_b.active()) return;
+  // d loss / d x = (softmax(x) − one-hot(t)) / normalizer on rows with a target, 0 elsewhere.
+  const at::Tensor row_scale = valid.to(x.scalar_type()).div_(call.normalizer).unsqueeze(1);
+  x.sub_(lse.unsqueeze(1)).exp_();
+  x.scatter_add_(1, index, valid.to(x.scalar_type()).neg_().unsqueeze(1));
+  x.mul_(row_scale);
+  const at::Tensor g = InDtype(x, compute);
+  if (grad_h.defined()) grad_h.copy_(at::mm(g, InDtype(weight, compute)));
+  if (grad_w.active()) grad_w.AddProduct(g.t(), InDtype(h, compute));
+  if (grad_b.active()) grad_b.Add(g.sum(0));
+}
+
+// One chunk of a head whose forward an adapter set: autograd on the chunk's own small graph.
+void AdaptedChunk(const at::Tensor& hidden_chunk, const at::Tensor& t, const FusedCall& call,
+                  at::Tensor& loss_sum, at::Tensor grad_h,
+                  std::vector<std::pair<at::Tensor, GradientSum*>>& params) {
+  at::AutoGradMode grad_mode(true);
+  const at::Tensor h = hidden_chunk.detach().requires_grad_(grad_h.defined());
+  const at::Tensor part =
+      SummedCrossEntropy(model::ApplyLinear(*call.head, h), t, call.options.upcast)
+          .to(at::kFloat)
+          .div(call.normalizer);
+  std::vector<at::Tensor> inputs;
+  if (grad_h.defined()) inputs.push_back(h);
+  for (auto& [param, sum] : params) inputs.push_back(param);
+  if (!inputs.empty()) {
+    const std::vector<at::Tensor> grads =
+        torch::autograd::grad({part}, inputs, {}, /*retain_graph=*/false,
+                              /*create_graph=*/false, /*allow_unused=*/true);
+    size_t i = 0;
+    if (grad_h.defined()) grad_h.copy_(grads[i++]);
+    for (auto& [param, sum] : params) {
+      if (grads[i].defined()) sum->Add(grads[i]);
+      ++i;
+    }
+  }
+  loss_sum.add_(part.detach() * call.normalizer);
+}
+
+struct FusedFunction : public torch::autograd::Function<FusedFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
+                            const at::Tensor& weight, const std::optional<at::Tensor>& bias_in,
+                            at::TensorList extra, const FusedCall* call) {
+    const at::Tensor bias = bias_in.value_or(at::Tensor());
+    const int64_t n = hidden.size(0);
+    const int64_t rows = call->options.chunk_tokens > 0
+                             ? call->options.chunk_tokens
+                             : LigerChunkTokens(n, weight.size(0), weight.size(1));
+    const bool fp32 = call->options.fp32_accumulation;
+    at::Tensor grad_h = hidden.requires_grad() ? at::empty_like(hidden) : at::Tensor();
+    GradientSum grad_w(weight, fp32), grad_b(bias, fp32);
+    std::vector<GradientSum> extra_sums;
+    for (const at::Tensor& e : extra) extra_sums.emplace_back(e, fp32);
+    at::Tensor loss_sum = at::zeros({}, hidden.options().dtype(at::kFloat));
+    std::vector<std::pair<at::Tensor, GradientSum*>> params;  // the adapted head's, for autograd
+    if (call->head->forward) {
+      if (grad_w.active()) params.emplace_back(weight, &grad_w);
+      if (grad_b.active()) params.emplace_back(bias, &grad_b);
+      for (size_t i = 0; i < extra.size(); ++i) {
+        if (extra_sums[i].active()) params.emplace_back(extra[i], &extra_sums[i]);
+      }
+    }
+    for (const RowRange& r : ChunkRows(n, rows)) {
+      const at::Tensor h = hidden.slice(0, r.begin, r.end);
+      const at::Tensor t = call->targets.slice(0, r.begin, r.end);
+      const at::Tensor gh = grad_h.defined() ? grad_h.slice(0, r.begin, r.end) : at::Tensor();
+      if (call->head->forward) {
+        AdaptedChunk(h, t, *call, loss_sum, gh, params);
+      } else {
+        PlainChunk(h, weight, bias, t, *call, loss_sum, gh, grad_w, grad_b);
+      }
+    }
+    std::vector<at::Tensor> saved = {grad_h, grad_w.Finish(), grad_b.Finish()};
+    for (GradientSum& s : extra_sums) saved.push_back(s.Finish());
+    ctx->save_for_backward(saved);
+    return loss_sum.div_(call->normalizer);
+  }
+
+  static std::vector<at::Tensor> backward(torch::autograd::AutogradContext* ctx,
+                                          std::vector<at::Tensor> grad_outputs) {
+    std::vector<at::Tensor> grads = ctx->get_saved_variables();
+    const at::Tensor& scale = grad_outputs[0];  // 1, or a loss scale
+    for (at::Tensor& g : grads) {
+      if (g.defined()) g.mul_(scale);  // in place: the buffers are this node's alone
+    }
+    grads.emplace_back();  // the FusedCall
+    return grads;
+  }
+};
+
+}  // namespace
+
+int64_t LigerChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden) {
+  const int64_t factor = std::max<int64_t>(1, (vocab + hidden - 1) / hidden);
+  const int64_t rows = std::max<int64_t>(1, (tokens + factor - 1) / factor);
+  int64_t power = 1;
+  while (power < rows) power <<= 1;
+  return power;
+}
+
+at::Tensor FusedLinearCrossEntropy(const model::LossInputs& inputs,
+                                   const FusedLossOptions& options) {
+  FusedCall call;
+  call.head = inputs.head;
+  call.targets = inputs.targets.reshape({-1});
+  call.normalizer = inputs.normalizer;
+  call.options = options;
+  const at::Tensor hidden = inputs.hidden.reshape({-1, inputs.hidden.size(-1)});
+  // An undefined bias is no input of the node (a custom function's tensor inputs must be
+  // defined); its gradient slot stays empty.
+  const at::Tensor& bias = inputs.head->bias;
+  return FusedFunction::apply(hidden, inputs.head->weight,
+                              bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
+                              at::TensorList(inputs.head->forward_tensors), &call);
+}
+
+}  // namespace memsweep::plugins::loss

@@ -1,0 +1,65 @@
+// loss/full's memory against transformers' own training step (tests/plugins/loss/full/
+// hf_peak_reference/make_references.py, run by ctest as HfPeakReference.FullLossMatchesTransformers):
+// for every model type memsweep reads, the run's peak equals the peak torch.profiler measures for
+// transformers within 1% — keep_logits = true against the loop that keeps the model's outputs
+// through backward, keep_logits = false against transformers' Trainer, which keeps only the loss.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_configs.h"
+
+namespace memsweep::hf_peak_test {
+namespace {
+
+using testing_support::SourcePath;
+using testing_support::Train;
+
+config::RunConfig ReferenceRun(const std::string& model_dir, int64_t rows, int64_t tokens,
+                               int64_t steps, bool keep_logits) {
+  const std::string text =
+      "[experiment]\nname = \"hf-peak\"\nsteps = " + std::to_string(steps) +
+      "\nwarmup_steps = 1\nseed = 1\n"
+      "[model]\nconfig = \"" + model_dir + "\"\n"
+      "[data]\npath = \"data/devils-dictionary.jsonl\"\n"
+      "[optimizer]\nlr = 1e-4\n"
+      "[device]\nthreads = 1\n"
+      "[strategies.batching]\nseq_len = " + std::to_string(tokens) +
+      "\nmicro_batch_size = " + std::to_string(rows) +
+      "\n[strategies.loss]\nplugin = \"full\"\nkeep_logits = " + (keep_logits ? "true" : "false") +
+      "\n";
+  return config::ParseRunConfig(text, SourcePath("experiments/hf-peak.toml"), {});
+}
+
+TEST(LossHfPeakReferenceTest, FullLossPeakEqualsTransformersForEveryModelType) {
+  const char* dir = std::getenv("MEMSWEEP_HF_PEAK_REFERENCE_DIR");
+  if (dir == nullptr) {
+    GTEST_SKIP() << "MEMSWEEP_HF_PEAK_REFERENCE_DIR is not set: ctest runs this test as "
+                    "HfPeakReference.FullLossMatchesTransformers, with transformers' figures";
+  }
+  for (const std::string model_type : {"llama", "qwen2", "mistral", "phi3"}) {
+    const std::string case_dir = std::string(dir) + "/" + model_type;
+    std::ifstream in(case_dir + "/peaks.json");
+    ASSERT_TRUE(in) << case_dir << "/peaks.json";
+    const nlohmann::json peaks = nlohmann::json::parse(in);
+    for (const bool keep : {false, true}) {
+      const int64_t reference = peaks.at(keep ? "outputs_kept" : "trainer").get<int64_t>();
+      const train::RunResult r =
+          Train(ReferenceRun(case_dir, peaks.at("rows"), peaks.at("tokens"), peaks.at("steps"), keep));
+      const int64_t peak = r.memory.peak_allocated_bytes;
+      const double ratio = static_cast<double>(peak) / static_cast<double>(reference);
+      std::printf("%s keep_logits=%d: memsweep %lld, transformers %lld bytes (%.4f)\n",
+                  model_type.c_str(), keep, static_cast<long long>(peak),
+                  static_cast<long long>(reference), ratio);
+      EXPECT_NEAR(ratio, 1.0, 0.01) << model_type << " keep_logits=" << keep;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::hf_peak_test

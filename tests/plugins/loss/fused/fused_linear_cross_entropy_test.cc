@@ -1,0 +1,230 @@
+// loss/fused against the full computation (loss/full's: the head over every token, then
+// at::cross_entropy_loss with LibTorch's autograd): the same loss and gradients in fp32 for every
+// chunking, with masked targets, a bias, a frozen head and an adapter's forward; gradients scaled
+// by the incoming gradient; in bf16 within the bound of its rounding steps.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "loss/fused/fused_linear_cross_entropy.h"
+#include "memsweep/batch.h"
+#include "memsweep/loss.h"
+#include "support/tolerances.h"
+
+namespace memsweep::plugins::loss {
+namespace {
+
+using testing_support::kBf16Roundoff;
+
+constexpr int64_t kRows = 2, kTokens = 37, kHidden = 48, kVocab = 301;
+
+struct Case {
+  at::Tensor hidden;   // [B, T, H], requires grad
+  at::Tensor weight;   // [V, H]
+  at::Tensor bias;     // [V] or undefined
+  at::Tensor targets;  // [B, T], some ignored
+  double normalizer = 0;
+};
+
+Case MakeCase(bool with_bias, at::ScalarType dtype = at::kFloat, bool train_weight = true) {
+  at::manual_seed(7);
+  Case c;
+  c.hidden = at::randn({kRows, kTokens, kHidden}).to(dtype).requires_grad_(true);
+  c.weight = (at::randn({kVocab, kHidden}) * 0.3).to(dtype).requires_grad_(train_weight);
+  if (with_bias) c.bias = (at::randn({kVocab}) * 0.1).to(dtype).requires_grad_(true);
+  c.targets = at::randint(0, kVocab, {kRows, kTokens}, at::kLong);
+  // Masked labels, a padded tail and a row's last position: no target there.
+  c.targets.index_put_({0, at::indexing::Slice(0, 5)}, data::kIgnoreIndex);
+  c.targets.index_put_({1, at::indexing::Slice(30, at::indexing::None)}, data::kIgnoreIndex);
+  c.targets.index_put_({0, kTokens - 1}, data::kIgnoreIndex);
+  c.normalizer = static_cast<double>(c.targets.ne(data::kIgnoreIndex).sum().item<int64_t>());
+  return c;
+}
+
+struct Result {
+  double loss = 0;
+  at::Tensor grad_hidden, grad_weight, grad_bias;
+};
+
+// loss/full's computation: logits for every token, then the cross-entropy over all of them.
+at::Tensor FullLoss(const model::LossInputs& in) {
+  const at::Tensor logits = model::ApplyLinear(*in.head, in.hidden);
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat),
+                                in.targets.reshape({-1}), {}, at::Reduction::Sum,
+                                data::kIgnoreIndex) /
+         in.normalizer;
+}
+
+template <typename LossFn>
+Result RunLoss(const Case& c, LossFn loss_fn, double scale = 1.0, model::LinearFn forward = {}) {
+  model::LinearLayer head;
+  head.weight = c.weight;
+  head.bias = c.bias;
+  head.forward = std::move(forward);
+  for (const at::Tensor* t : {&c.hidden, &c.weight, &c.bias}) {
+    if (t->defined() && t->grad().defined()) t->mutable_grad() = at::Tensor();
+  }
+  const at::Tensor loss = loss_fn(model::LossInputs{c.hidden, &head, c.targets, c.normalizer});
+  (loss * scale).backward();
+  Result r;
+  r.loss = loss.item<double>();
+  r.grad_hidden = c.hidden.grad().clone();
+  if (c.weight.requires_grad()) r.grad_weight = c.weight.grad().clone();
+  if (c.bias.defined()) r.grad_bias = c.bias.grad().clone();
+  return r;
+}
+
+double RelativeMax(const at::Tensor& actual, const at::Tensor& expected) {
+  return (actual.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>() /
+         expected.to(at::kDouble).abs().max().item<double>();
+}
+
+void ExpectSameInFp32(const Result& fused, const Result& full, const std::string& what) {
+  EXPECT_LE(std::abs(fused.loss - full.loss) / std::abs(full.loss), 1e-6) << what;
+  EXPECT_LE(RelativeMax(fused.grad_hidden, full.grad_hidden), 1e-5) << what;
+  ASSERT_EQ(fused.grad_weight.defined(), full.grad_weight.defined()) << what;
+  if (full.grad_weight.defined()) {
+    EXPECT_LE(RelativeMax(fused.grad_weight, full.grad_weight), 1e-5) << what;
+  }
+  if (full.grad_bias.defined()) EXPECT_LE(RelativeMax(fused.grad_bias, full.grad_bias), 1e-5) << what;
+}
+
+TEST(FusedLinearCrossEntropyTest, EqualsTheFullLossAndGradientsInFp32ForEveryChunking) {
+  for (bool with_bias : {false, true}) {
+    const Case c = MakeCase(with_bias);
+    const Result full = RunLoss(c, FullLoss);
+    // One token per chunk, chunks that do not divide the tokens, one chunk, Liger's choice.
+    for (const int64_t chunk : std::vector<int64_t>{1, 7, 37, kRows * kTokens, 0}) {
+      FusedLossOptions o;
+      o.chunk_tokens = chunk;
+      const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+        return FusedLinearCrossEntropy(in, o);
+      });
+      ExpectSameInFp32(fused, full,
+                       "chunk_tokens " + std::to_string(chunk) + (with_bias ? ", bias" : ""));
+    }
+  }
+}
+
+TEST(FusedLinearCrossEntropyTest, AFrozenHeadGetsNoGradientAndTheHiddenStatesStillDo) {
+  const Case c = MakeCase(false, at::kFloat, /*train_weight=*/false);
+  const Result full = RunLoss(c, FullLoss);
+  FusedLossOptions o;
+  o.chunk_tokens = 16;
+  const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+    return FusedLinearCrossEntropy(in, o);
+  });
+  EXPECT_FALSE(c.weight.grad().defined());
+  ExpectSameInFp32(fused, full, "frozen head");
+}
+
+TEST(FusedLinearCrossEntropyTest, ScalesItsStoredGradientsByTheIncomingGradient) {
+  const Case c = MakeCase(true);
+  const Result full = RunLoss(c, FullLoss, /*scale=*/1024.0);  // as a loss scale would
+  FusedLossOptions o;
+  o.chunk_tokens = 10;
+  const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+    return FusedLinearCrossEntropy(in, o);
+  }, 1024.0);
+  ExpectSameInFp32(fused, full, "scaled by 1024");
+  EXPECT_GT(fused.grad_weight.abs().max().item<double>(),
+            100 * RunLoss(c, FullLoss).grad_weight.abs().max().item<double>());
+}
+
+TEST(FusedLinearCrossEntropyTest, AnAdaptersForwardAndItsTensorsAreDifferentiated) {
+  // A head an adapter wrapped: y = x·Wᵀ + (x·Aᵀ)·Bᵀ, A and B trainable, W frozen.
+  const Case c = MakeCase(false, at::kFloat, /*train_weight=*/false);
+  at::manual_seed(3);
+  const at::Tensor a = (at::randn({4, kHidden}) * 0.2).requires_grad_(true);
+  const at::Tensor b = (at::randn({kVocab, 4}) * 0.2).requires_grad_(true);
+  const model::LinearFn forward = [a, b](const at::Tensor& x, const at::Tensor& w,
+                                         const at::Tensor& bias) {
+    return at::linear(x, w, bias) + at::linear(at::linear(x, a), b);
+  };
+  const auto grads_of = [&](const Result& r) {
+    std::vector<at::Tensor> g = {r.grad_hidden, a.grad().clone(), b.grad().clone()};
+    a.mutable_grad() = at::Tensor();
+    b.mutable_grad() = at::Tensor();
+    return g;
+  };
+  const Result full = RunLoss(c, FullLoss, 1.0, forward);
+  const std::vector<at::Tensor> expected = grads_of(full);
+  FusedLossOptions o;
+  o.chunk_tokens = 9;
+  const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+    model::LinearLayer head = *in.head;
+    head.forward_tensors = {a, b};
+    return FusedLinearCrossEntropy(model::LossInputs{in.hidden, &head, in.targets, in.normalizer},
+                                   o);
+  }, 1.0, forward);
+  const std::vector<at::Tensor> actual = grads_of(fused);
+  EXPECT_LE(std::abs(fused.loss - full.loss) / full.loss, 1e-6);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_LE(RelativeMax(actual[i], expected[i]), 1e-5) << "gradient " << i;
+  }
+}
+
+// bf16 with fp32 accumulation, against fp32 arithmetic on the same bf16 values, element by
+// element of the weight's gradient. The rounding steps: the logits z are rounded to bf16
+// (≤ u·max|z| each), which moves the softmax p by ≤ 2u·max|z|·p; the logits' gradient
+// g = (p − one-hot)/N is rounded to bf16 (≤ u·|g|); each chunk's product P_c = g_cᵀ·h_c is
+// rounded once (≤ u·|P_c|); the fp32 sum over chunks is rounded once to bf16 (≤ u·|sum|). With
+// S = (|g| + one-hot/N)ᵀ·|h| (which bounds (p/N)ᵀ·|h| and |g|ᵀ·|h|):
+//   |fused − exact| ≤ u·(|exact| + Σ_c |P_c| + (1 + 2·max|z|)·S) + fp32 terms (far smaller).
+// accumulation = "weight" (a bf16 sum, rounded at every chunk) is printed beside it.
+TEST(FusedLinearCrossEntropyTest, Bf16WeightGradientIsWithinItsRoundingBoundWithFp32Accumulation) {
+  const Case c = MakeCase(false, at::kBFloat16);
+  const int64_t chunk = 4;  // 19 chunks
+  const at::Tensor h = c.hidden.detach().reshape({-1, kHidden}).to(at::kFloat);
+  const at::Tensor w = c.weight.detach().to(at::kFloat);
+  const at::Tensor t = c.targets.reshape({-1});
+  const at::Tensor valid = t.ne(data::kIgnoreIndex).to(at::kFloat).unsqueeze(1);
+  const at::Tensor z = at::mm(h, w.t());
+  at::Tensor one_hot = at::zeros_like(z);
+  one_hot.scatter_(1, t.clamp_min(0).unsqueeze(1), 1.0);
+  one_hot = one_hot * valid / c.normalizer;
+  const at::Tensor g = at::softmax(z, 1) * valid / c.normalizer - one_hot;
+  const at::Tensor exact = at::mm(g.t(), h);
+  at::Tensor chunk_sum = at::zeros_like(exact);
+  for (int64_t begin = 0; begin < h.size(0); begin += chunk) {
+    const int64_t end = std::min(h.size(0), begin + chunk);
+    chunk_sum += at::mm(g.slice(0, begin, end).t(), h.slice(0, begin, end)).abs();
+  }
+  const double max_z = z.abs().max().item<double>();
+  const at::Tensor s = at::mm((g.abs() + one_hot).t(), h.abs());
+  const at::Tensor bound = kBf16Roundoff * (exact.abs() + chunk_sum + (1 + 2 * max_z) * s) +
+                           1e-6 * exact.abs().max();
+  for (const char* accumulation : {"fp32", "weight"}) {
+    FusedLossOptions o;
+    o.chunk_tokens = chunk;
+    o.fp32_accumulation = std::string(accumulation) == "fp32";
+    const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+      return FusedLinearCrossEntropy(in, o);
+    });
+    const at::Tensor error = (fused.grad_weight.to(at::kFloat) - exact).abs();
+    const int64_t outside = error.gt(bound).sum().item<int64_t>();
+    std::printf("accumulation %s: largest error %.3g, largest error / bound %.3g, %lld of %lld "
+                "elements outside\n",
+                accumulation, error.max().item<double>(), (error / bound).max().item<double>(),
+                static_cast<long long>(outside), static_cast<long long>(error.numel()));
+    if (o.fp32_accumulation) EXPECT_EQ(outside, 0);
+  }
+}
+
+TEST(FusedLinearCrossEntropyTest, LigerChunkSizeFollowsVocabularyAndHiddenSize) {
+  // Llama-3.2-1B's head (vocab 128,256, hidden 2,048) over 4,096 tokens: ⌈128256 / 2048⌉ = 63,
+  // ⌈4096 / 63⌉ = 66, next power of two 128.
+  EXPECT_EQ(LigerChunkTokens(4096, 128256, 2048), 128);
+  EXPECT_EQ(LigerChunkTokens(8192, 128256, 2048), 256);
+  EXPECT_EQ(LigerChunkTokens(1, 128256, 2048), 1);
+  EXPECT_EQ(LigerChunkTokens(100, 64, 128), 128);  // vocab below hidden: one chunk
+}
+
+}  // namespace
+}  // namespace memsweep::plugins::loss
