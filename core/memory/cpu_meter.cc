@@ -26,6 +26,7 @@ class CpuMeter final : public DeviceMeter {
   void SetStage(const char* stage) override { tracker_.SetStage(stage); }
   std::optional<OomEvent> LastOom() const override { return tracker_.LastOom(); }
   void ClearLastOom() override { tracker_.ClearLastOom(); }
+  LargestAllocationRecorder& Largest() override { return tracker_.Largest(); }
 
  private:
   TrackingAllocator& tracker_;

@@ -49,6 +49,16 @@ class CudaMeter final : public DeviceMeter {
     device_total_ = static_cast<int64_t>(total_bytes);
     static std::once_flag observer_once;
     std::call_once(observer_once, [] {
+      // Every block the allocator hands out, for the run's largest allocation. Called with the
+      // allocator's lock held: the recorder takes only its own leaf lock, calls no LibTorch.
+      cca::attachAllocatorTraceTracker([](const cca::TraceEntry& entry) {
+        if (entry.action_ != cca::TraceEntry::ALLOC) return;
+        if (CudaMeter* meter = g_active.load()) {
+          if (entry.device_ == meter->index_) {
+            meter->largest_.Record(static_cast<int64_t>(entry.size_));
+          }
+        }
+      });
       cca::attachOutOfMemoryObserver(
           [](int64_t device, size_t requested, size_t limit, size_t free_bytes) {
             if (CudaMeter* meter = g_active.load()) {
@@ -121,6 +131,7 @@ class CudaMeter final : public DeviceMeter {
     std::lock_guard<std::mutex> lock(mutex_);
     last_oom_.reset();
   }
+  LargestAllocationRecorder& Largest() override { return largest_; }
 
  private:
   c10::CachingDeviceAllocator::DeviceStats Stats() const { return cca::getDeviceStats(index_); }
@@ -152,6 +163,7 @@ class CudaMeter final : public DeviceMeter {
   std::atomic<const char*> stage_{"idle"};
   mutable std::mutex mutex_;
   std::optional<OomEvent> last_oom_;
+  LargestAllocationRecorder largest_;
 };
 
 }  // namespace

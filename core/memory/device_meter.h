@@ -49,6 +49,9 @@ class DeviceMeter : public DeviceMemory {
   virtual std::optional<int64_t> Budget() const = 0;
   // Label of the stage now running (a string literal); named by OOM events.
   virtual void SetStage(const char* stage) = 0;
+  // The largest single allocation on the device (LargestAllocationRecorder: its position is set
+  // by the run, its Reset at the run's start).
+  virtual LargestAllocationRecorder& Largest() = 0;
   // The request that failed last, if one did since ClearLastOom.
   virtual std::optional<OomEvent> LastOom() const = 0;
   virtual void ClearLastOom() = 0;

@@ -102,6 +102,7 @@ c10::DataPtr TrackingAllocator::allocate(size_t nbytes) {
   RaiseTo(peak_, now);
   RaiseTo(window_peak_, now);
   allocations_.fetch_add(1, std::memory_order_relaxed);
+  largest_.Record(static_cast<int64_t>(nbytes));
   return {ptr, ptr, &TrackingAllocator::Delete, device};
 }
 

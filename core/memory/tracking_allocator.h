@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/memory/largest_allocation.h"
 #include "memsweep/memory_backend.h"
 
 namespace memsweep::memory {
@@ -107,6 +108,8 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
 
   std::optional<OomEvent> LastOom() const;
   void ClearLastOom();
+  // The largest single allocation since its Reset (every successful allocate()).
+  LargestAllocationRecorder& Largest() { return largest_; }
 
  private:
   TrackingAllocator();
@@ -133,6 +136,7 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
   std::atomic<int64_t> budget_{-1};
   std::atomic<const char*> stage_{"idle"};
   mutable std::optional<OomEvent> last_oom_;  // guarded by mutex_
+  LargestAllocationRecorder largest_;
 };
 
 }  // namespace memsweep::memory

@@ -409,13 +409,69 @@ LEFT JOIN run_metrics AS m ON m.run_id = r.id
 LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
+// Version 9: the largest single allocation of a run (the loss slot made the logits a choice):
+// its bytes, stage, step, micro-batch and what it was, in run_metrics; bytes, stage and what
+// appended to run_summary.
+constexpr const char* kVersion9 = R"sql(
+ALTER TABLE run_metrics ADD COLUMN largest_allocation_bytes INTEGER;
+ALTER TABLE run_metrics ADD COLUMN largest_allocation_stage TEXT;
+ALTER TABLE run_metrics ADD COLUMN largest_allocation_step INTEGER;
+ALTER TABLE run_metrics ADD COLUMN largest_allocation_micro_batch INTEGER;
+ALTER TABLE run_metrics ADD COLUMN largest_allocation_what TEXT;
+
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT
+  e.name                 AS experiment,
+  r.id                   AS run_id,
+  r.cell_hash            AS cell_hash,
+  r.cell_index           AS cell_index,
+  r.repeat               AS repeat,
+  r.status               AS status,
+  r.error                AS error,
+  r.params_json          AS params,
+  m.peak_allocated_bytes AS peak_allocated_bytes,
+  m.peak_reserved_bytes  AS peak_reserved_bytes,
+  m.peak_rss_bytes       AS peak_rss_bytes,
+  m.params_bytes         AS params_bytes,
+  m.grads_bytes          AS grads_bytes,
+  m.optimizer_bytes      AS optimizer_bytes,
+  m.activations_bytes    AS activations_bytes,
+  m.tokens_per_s         AS tokens_per_s,
+  m.mfu                  AS mfu,
+  m.final_loss           AS final_loss,
+  m.step_time_median_s   AS step_time_median_s,
+  m.padding_fraction     AS padding_fraction,
+  r.experiment_id        AS experiment_id,
+  r.seed                 AS seed,
+  m.steps_completed      AS steps_completed,
+  m.wall_seconds         AS wall_seconds,
+  r.started_at           AS started_at,
+  r.finished_at          AS finished_at,
+  m.compute_dtype        AS compute_dtype,
+  v.verdict              AS verdict,
+  v.max_rel_deviation    AS max_rel_deviation,
+  m.host_pool_peak_bytes AS host_pool_peak_bytes,
+  m.peak_flops_check     AS peak_flops_check,
+  m.trainable_params     AS trainable_params,
+  m.frozen_params_bytes  AS frozen_params_bytes,
+  m.largest_allocation_bytes AS largest_allocation_bytes,
+  m.largest_allocation_stage AS largest_allocation_stage,
+  m.largest_allocation_what  AS largest_allocation_what
+FROM runs AS r
+JOIN experiments AS e ON e.id = r.experiment_id
+LEFT JOIN run_metrics AS m ON m.run_id = r.id
+LEFT JOIN verification AS v ON v.run_id = r.id;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2},
                                                      {3, kVersion3}, {4, kVersion4},
                                                      {5, kVersion5}, {6, kVersion6},
-                                                     {7, kVersion7}, {8, kVersion8}};
+                                                     {7, kVersion7}, {8, kVersion8},
+                                                     {9, kVersion9}};
   return kMigrations;
 }
 

@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 
 #include "memsweep/adamw_update.h"
+#include "memsweep/allocation_label.h"
 
 namespace memsweep::train {
 
@@ -23,6 +24,7 @@ void AdamW::Step() {
     const at::Tensor& grad = p.grad();
     if (!grad.defined()) continue;
     if (!exp_avg_[i].defined()) {
+      memory::AllocationLabel label("optimizer state");
       exp_avg_[i] = at::zeros_like(p, at::MemoryFormat::Contiguous);
       exp_avg_sq_[i] = at::zeros_like(p, at::MemoryFormat::Contiguous);
     }

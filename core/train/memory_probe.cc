@@ -12,6 +12,7 @@ MemoryProbe::MemoryProbe(memory::DeviceMeter& meter, RunResult& result)
   reserved_baseline_ = tracker_.ReservedBytes();
   tracker_.ResetPeak();
   tracker_.ResetCounts();
+  tracker_.Largest().Reset();
   memory::ResetPeakRss();
   result_.memory.baseline_bytes = baseline_;
   result_.memory.phases = {{"forward"}, {"backward"}, {"optimizer_step"}};
@@ -26,10 +27,11 @@ PhaseMemory* MemoryProbe::PhaseFor(Stage stage) {
   }
 }
 
-void MemoryProbe::Begin(Stage stage, int64_t step) {
+void MemoryProbe::Begin(Stage stage, int64_t step, int64_t micro_batch) {
   stage_ = stage;
   step_ = step;
   tracker_.SetStage(StageName(stage));
+  tracker_.Largest().SetPosition(StageName(stage), step, micro_batch);
   tracker_.ResetWindowPeak();
   stage_start_bytes_ = tracker_.AllocatedBytes();
   if (PhaseFor(stage) != nullptr && model_state_) state_at_begin_ = model_state_();
@@ -73,6 +75,7 @@ void MemoryProbe::End() {
     }
   }
   tracker_.SetStage("idle");
+  tracker_.Largest().SetPosition("idle", step_, -1);
 }
 
 void MemoryProbe::Finish() {
@@ -88,6 +91,12 @@ void MemoryProbe::Finish() {
   m.alloc_retries = tracker_.AllocRetries();
   m.oom_count = tracker_.OomCount();
   m.fragmentation_bytes = std::max<int64_t>(0, m.peak_reserved_bytes - m.peak_allocated_bytes);
+  const memory::LargestAllocation largest = tracker_.Largest().Get();
+  m.largest_allocation_bytes = largest.bytes;
+  m.largest_allocation_stage = largest.stage;
+  m.largest_allocation_step = largest.step;
+  m.largest_allocation_micro_batch = largest.micro_batch;
+  m.largest_allocation_what = largest.what;
 }
 
 }  // namespace memsweep::train

@@ -30,7 +30,9 @@ class MemoryProbe {
   MemoryProbe(memory::DeviceMeter& meter, RunResult& result);
 
   void SetModelStateFn(ModelStateFn fn) { model_state_ = std::move(fn); }
-  void Begin(Stage stage, int64_t step);
+  // micro_batch: the micro-batch of a forward or backward stage, else -1 (for the largest
+  // allocation's position).
+  void Begin(Stage stage, int64_t step, int64_t micro_batch = -1);
   void End();
   // Highest allocated bytes (relative to the baseline) since the last ResetStepPeak.
   int64_t StepPeak() const { return step_peak_; }

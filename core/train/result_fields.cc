@@ -57,7 +57,12 @@ const std::vector<ResultField<MemoryBreakdown>>& MemoryFields() {
       {"peak_active_bytes", Unit::kBytes, &M::peak_active_bytes},
       {"alloc_retries", Unit::kCount, &M::alloc_retries},
       {"oom_count", Unit::kCount, &M::oom_count},
-      {"fragmentation_bytes", Unit::kBytes, &M::fragmentation_bytes}};
+      {"fragmentation_bytes", Unit::kBytes, &M::fragmentation_bytes},
+      {"largest_allocation_bytes", Unit::kBytes, &M::largest_allocation_bytes},
+      {"largest_allocation_stage", Unit::kText, &M::largest_allocation_stage},
+      {"largest_allocation_step", Unit::kCount, &M::largest_allocation_step},
+      {"largest_allocation_micro_batch", Unit::kCount, &M::largest_allocation_micro_batch},
+      {"largest_allocation_what", Unit::kText, &M::largest_allocation_what}};
   return kFields;
 }
 

@@ -68,6 +68,14 @@ struct MemoryBreakdown {
   int64_t allocations = 0;
   int64_t peak_active_bytes = 0;      // CUDA: blocks in use incl. split tails; CPU: = allocated
   int64_t alloc_retries = 0;          // CUDA: requests retried after freeing the cache
+  // The largest single allocation of the run (on CUDA: the largest block the caching allocator
+  // handed out) and where it happened: stage, step, micro-batch (-1 where none applies) and what
+  // it was when memsweep knows (an AllocationLabel: "logits", "parameters" ...; "" otherwise).
+  int64_t largest_allocation_bytes = 0;
+  std::string largest_allocation_stage;
+  int64_t largest_allocation_step = -1;
+  int64_t largest_allocation_micro_batch = -1;
+  std::string largest_allocation_what;
   int64_t oom_count = 0;              // OOMs the allocator raised
   int64_t fragmentation_bytes = 0;    // peak_reserved - peak_allocated: cache not holding tensors
 };

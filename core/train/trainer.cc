@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "memsweep/allocation_label.h"
 #include "core/env/cpu_gemm.h"
 #include "core/env/cuda_probe.h"
 #include "core/env/environment.h"
@@ -123,7 +124,8 @@ class StageMarks {
       : probe_(probe), hooks_(hooks), context_(context) {}
   void Begin(Stage stage, int64_t step) {
     context_.step = step;
-    probe_.Begin(stage, step);
+    const bool per_micro_batch = stage == Stage::kForward || stage == Stage::kBackward;
+    probe_.Begin(stage, step, per_micro_batch ? context_.micro_batch : -1);
     hooks_.Begin(stage, context_);
     stage_ = stage;
   }
@@ -222,6 +224,7 @@ class RunLoop {
   // by group takes its master copies) before the next group exists, so the whole model is never
   // held twice.
   void BuildModel() {
+    memory::AllocationLabel label("parameters");
     torch::manual_seed(cfg_.experiment.seed);
     state_.model = model::LlamaModel(cfg_.model.llama, model::Construction::kDeferred);
     context_.model = state_.model.get();

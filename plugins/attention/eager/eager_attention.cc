@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "memsweep/allocation_label.h"
+
 namespace memsweep::plugins {
 namespace {
 
@@ -36,6 +38,7 @@ at::Tensor EagerCausalAttention(const at::Tensor& q, const at::Tensor& k, const 
   const at::Tensor keys = model::RepeatKvHeads(k, heads);
   const at::Tensor values = model::RepeatKvHeads(v, heads);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  memory::AllocationLabel label("attention scores");
   at::Tensor scores;
   if (FoldsScaleIntoGemm(q)) {
     // scores = scale·(q·kᵀ) + causal bias in one batched GEMM (baddbmm: alpha = scale, beta = 1

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "../common/token_loss.h"
+#include "memsweep/allocation_label.h"
 #include "memsweep/plugin.h"
 
 namespace {
@@ -40,6 +41,7 @@ class ChunkedLoss final : public memsweep::LossStrategy {
     const int64_t chunks = chunks_, chunk_tokens = chunk_tokens_;
     const bool upcast = upcast_;
     return [=](const memsweep::model::LossInputs& in) {
+      memsweep::memory::AllocationLabel label("logits");
       const at::Tensor hidden = in.hidden.reshape({-1, in.hidden.size(-1)});
       const at::Tensor targets = in.targets.reshape({-1});
       const int64_t n = hidden.size(0);

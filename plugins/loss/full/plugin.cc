@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "../common/token_loss.h"
+#include "memsweep/allocation_label.h"
 #include "memsweep/plugin.h"
 
 namespace {
@@ -42,6 +43,7 @@ class FullLoss final : public memsweep::LossStrategy {
     const bool upcast = upcast_;
     at::Tensor* kept = keep_logits_ ? &kept_ : nullptr;
     return [upcast, kept](const memsweep::model::LossInputs& in) {
+      memsweep::memory::AllocationLabel label("logits");
       const at::Tensor logits = memsweep::model::ApplyLinear(*in.head, in.hidden);
       if (kept != nullptr) *kept = logits;
       const int64_t vocab = logits.size(-1);

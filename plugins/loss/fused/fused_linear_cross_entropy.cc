@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../common/token_loss.h"
+#include "memsweep/allocation_label.h"
 #include "memsweep/batch.h"
 
 namespace memsweep::plugins::loss {
@@ -119,6 +120,7 @@ struct FusedFunction : public torch::autograd::Function<FusedFunction> {
                              ? call->options.chunk_tokens
                              : LigerChunkTokens(n, weight.size(0), weight.size(1));
     const bool fp32 = call->options.fp32_accumulation;
+    memory::AllocationLabel gradients_label("loss gradients");
     at::Tensor grad_h = hidden.requires_grad() ? at::empty_like(hidden) : at::Tensor();
     GradientSum grad_w(weight, fp32), grad_b(bias, fp32);
     std::vector<GradientSum> extra_sums;
@@ -136,6 +138,7 @@ struct FusedFunction : public torch::autograd::Function<FusedFunction> {
       const at::Tensor h = hidden.slice(0, r.begin, r.end);
       const at::Tensor t = call->targets.slice(0, r.begin, r.end);
       const at::Tensor gh = grad_h.defined() ? grad_h.slice(0, r.begin, r.end) : at::Tensor();
+      memory::AllocationLabel logits_label("logits");
       if (call->head->forward) {
         AdaptedChunk(h, t, *call, loss_sum, gh, params);
       } else {

@@ -110,5 +110,22 @@ TEST(LossTrainingTest, FusedKeepsNoLogitsAndChunkedKeepsTheirSoftmax) {
   EXPECT_GT(chunked, fused + logits_bytes / 2);
 }
 
+// The run's largest allocation, against tensors of known size: with loss/full the logits of the
+// first micro-batch (4·256·8192 bytes, fp32), allocated in forward under the "logits" label;
+// with loss/fused no logits that large exist, and the largest allocation is the embedding table
+// (8192·64·4 bytes), built in the model stage.
+TEST(LossTrainingTest, TheLargestAllocationIsTheLogitsUnlessTheLossIsFused) {
+  const train::RunResult full = Train(TinyRun(2, With(VocabHeavy(), {"strategies.loss.plugin=\"full\""})));
+  EXPECT_EQ(full.memory.largest_allocation_bytes, 4LL * 4 * 64 * 8192);
+  EXPECT_EQ(full.memory.largest_allocation_stage, "forward");
+  EXPECT_EQ(full.memory.largest_allocation_step, 0);
+  EXPECT_EQ(full.memory.largest_allocation_micro_batch, 0);
+  EXPECT_EQ(full.memory.largest_allocation_what, "logits");
+  const train::RunResult fused = Train(TinyRun(2, With(VocabHeavy(), {"strategies.loss.plugin=\"fused\""})));
+  EXPECT_EQ(fused.memory.largest_allocation_bytes, 8192LL * 64 * 4);
+  EXPECT_EQ(fused.memory.largest_allocation_stage, "model");
+  EXPECT_EQ(fused.memory.largest_allocation_what, "parameters");
+}
+
 }  // namespace
 }  // namespace memsweep::loss_training_test

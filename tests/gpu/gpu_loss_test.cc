@@ -1,0 +1,47 @@
+// The loss slot on a CUDA device: loss/fused and loss/chunked follow loss/full's fp32 losses (the
+// same ATen operations per chunk as on the CPU; only the summation order differs), and the run's
+// largest allocation comes from the caching allocator's trace: with loss/full the fp32 logits of
+// the first micro-batch, with loss/fused no block that large.
+#include <gtest/gtest.h>
+
+#include "gpu/gpu_test_support.h"
+
+namespace memsweep::testing_support {
+namespace {
+
+using train::RunResult;
+using train::RunStatus;
+
+class GpuLoss : public GpuTest {};
+
+// A vocabulary large against the rest: fp32 logits of 4 × 64 tokens are 8 MiB.
+std::vector<std::string> VocabHeavy(const std::string& loss) {
+  return {"model.vocab_size=8192", "strategies.batching.micro_batch_size=4",
+          "strategies.loss.plugin=\"" + loss + "\""};
+}
+
+TEST_F(GpuLoss, FusedAndChunkedFollowFullInFp32) {
+  const RunResult full = Train(GpuRun(4, VocabHeavy("full")));
+  ASSERT_EQ(full.status, RunStatus::kOk) << full.error;
+  for (const std::string loss : {"fused", "chunked"}) {
+    const RunResult other = Train(GpuRun(4, VocabHeavy(loss)));
+    ASSERT_EQ(other.status, RunStatus::kOk) << loss << ": " << other.error;
+    ExpectLossesClose(other, full, SameArithmetic(GpuRun(4, VocabHeavy(loss))));
+    EXPECT_LT(other.memory.peak_allocated_bytes, full.memory.peak_allocated_bytes) << loss;
+  }
+}
+
+TEST_F(GpuLoss, TheLargestAllocationIsTheLogitsBlockUnlessTheLossIsFused) {
+  const int64_t logits_bytes = 4LL * 4 * 64 * 8192;  // a multiple of 512: no rounding
+  const RunResult full = Train(GpuRun(2, VocabHeavy("full")));
+  ASSERT_EQ(full.status, RunStatus::kOk) << full.error;
+  EXPECT_EQ(full.memory.largest_allocation_bytes, logits_bytes);
+  EXPECT_EQ(full.memory.largest_allocation_stage, "forward");
+  EXPECT_EQ(full.memory.largest_allocation_what, "logits");
+  const RunResult fused = Train(GpuRun(2, VocabHeavy("fused")));
+  ASSERT_EQ(fused.status, RunStatus::kOk) << fused.error;
+  EXPECT_LT(fused.memory.largest_allocation_bytes, logits_bytes);
+}
+
+}  // namespace
+}  // namespace memsweep::testing_support
