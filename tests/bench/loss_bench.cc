@@ -26,8 +26,8 @@
 #include "core/env/threads.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/train/summary.h"
+#include "loss/common/token_loss.h"
 #include "loss/fused/fused_linear_cross_entropy.h"
-#include "memsweep/batch.h"
 #include "memsweep/loss.h"
 
 namespace {
@@ -38,23 +38,24 @@ using bench::LoadAverage;
 using bench::MiB;
 using Clock = std::chrono::steady_clock;
 
+// loss/full's and loss/chunked's computations, on the plugins' shared code (the plugins wrap
+// exactly these in their LossFn).
 at::Tensor Full(const model::LossInputs& in) {
   const at::Tensor logits = model::ApplyLinear(*in.head, in.hidden);
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat),
-                                in.targets.reshape({-1}), {}, at::Reduction::Sum,
-                                data::kIgnoreIndex) / in.normalizer;
+  return plugins::loss::SummedCrossEntropy(logits.reshape({-1, logits.size(-1)}),
+                                           in.targets.reshape({-1}), /*upcast=*/true) /
+         in.normalizer;
 }
 
 at::Tensor Chunked(const model::LossInputs& in, int64_t chunks) {
   const at::Tensor hidden = in.hidden.reshape({-1, in.hidden.size(-1)});
   const at::Tensor targets = in.targets.reshape({-1});
-  const int64_t n = hidden.size(0), rows = (n + chunks - 1) / chunks;
+  const int64_t n = hidden.size(0);
   at::Tensor summed;
-  for (int64_t begin = 0; begin < n; begin += rows) {
-    const int64_t end = std::min(n, begin + rows);
-    const at::Tensor logits = model::ApplyLinear(*in.head, hidden.slice(0, begin, end));
-    const at::Tensor part = at::cross_entropy_loss(logits.to(at::kFloat), targets.slice(0, begin, end),
-                                                   {}, at::Reduction::Sum, data::kIgnoreIndex);
+  for (const plugins::loss::RowRange& r : plugins::loss::ChunkRows(n, (n + chunks - 1) / chunks)) {
+    const at::Tensor part = plugins::loss::SummedCrossEntropy(
+        model::ApplyLinear(*in.head, hidden.slice(0, r.begin, r.end)),
+        targets.slice(0, r.begin, r.end), /*upcast=*/true);
     summed = summed.defined() ? summed + part : part;
   }
   return summed / in.normalizer;
