@@ -31,14 +31,23 @@ TEST_F(GpuLoss, FusedAndChunkedFollowFullInFp32) {
   }
 }
 
+// The logits must outgrow the blocks every CUDA run allocates: on an H200 the run's largest
+// allocation with 8 MiB of logits was a 32 MiB block served unlabelled at the first matrix
+// product of the forward pass (cuBLAS's workspace). 8 × 64 tokens of a
+// 32,768-token vocabulary give 64 MiB of fp32 logits.
+std::vector<std::string> LogitsAboveTheWorkspace(const std::string& loss) {
+  return {"model.vocab_size=32768", "strategies.batching.micro_batch_size=8",
+          "strategies.loss.plugin=\"" + loss + "\""};
+}
+
 TEST_F(GpuLoss, TheLargestAllocationIsTheLogitsBlockUnlessTheLossIsFused) {
-  const int64_t logits_bytes = 4LL * 4 * 64 * 8192;  // a multiple of 512: no rounding
-  const RunResult full = Train(GpuRun(2, VocabHeavy("full")));
+  const int64_t logits_bytes = 4LL * 8 * 64 * 32768;  // a multiple of 2 MiB: no rounding
+  const RunResult full = Train(GpuRun(2, LogitsAboveTheWorkspace("full")));
   ASSERT_EQ(full.status, RunStatus::kOk) << full.error;
   EXPECT_EQ(full.memory.largest_allocation_bytes, logits_bytes);
   EXPECT_EQ(full.memory.largest_allocation_stage, "forward");
   EXPECT_EQ(full.memory.largest_allocation_what, "logits");
-  const RunResult fused = Train(GpuRun(2, VocabHeavy("fused")));
+  const RunResult fused = Train(GpuRun(2, LogitsAboveTheWorkspace("fused")));
   ASSERT_EQ(fused.status, RunStatus::kOk) << fused.error;
   EXPECT_LT(fused.memory.largest_allocation_bytes, logits_bytes);
 }
