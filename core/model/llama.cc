@@ -54,6 +54,7 @@ RmsNormImpl::RmsNormImpl(int64_t dim, double eps, Construction construction) : e
 void RmsNormImpl::Build() { BuildParameter(weight_, Init::kOnes); }
 
 at::Tensor RmsNormImpl::forward(const at::Tensor& x) {
+  if (kernel_) return kernel_(x, weight_, eps_);
   const at::Tensor x32 = x.to(at::kFloat);
   const at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps_);
   return weight_ * normed.to(x.scalar_type());
@@ -157,7 +158,17 @@ at::Tensor DecoderBlockImpl::Attention(const at::Tensor& x, const at::Tensor& co
 }
 
 at::Tensor DecoderBlockImpl::Mlp(const at::Tensor& x) {
+  if (swiglu_) {
+    const at::Tensor gate = Apply(4, x);  // in this order, as below
+    return Apply(6, swiglu_(gate, Apply(5, x)));
+  }
   return Apply(6, at::silu(Apply(4, x)) * Apply(5, x));
+}
+
+void DecoderBlockImpl::SetKernels(const Kernels& kernels) {
+  input_norm_->SetKernel(kernels.rms_norm);
+  post_attention_norm_->SetKernel(kernels.rms_norm);
+  swiglu_ = kernels.swiglu;
 }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const at::Tensor& cos,
@@ -198,6 +209,11 @@ std::vector<LinearLayer*> LlamaModelImpl::Linears() {
   }
   layers.push_back(&lm_head_layer_);
   return layers;
+}
+
+void LlamaModelImpl::SetKernels(const Kernels& kernels) {
+  for (DecoderBlock& block : blocks_) block->SetKernels(kernels);
+  final_norm_->SetKernel(kernels.rms_norm);
 }
 
 void LlamaModelImpl::AddGroupTensors(size_t group, const std::vector<AdapterTensor>& tensors) {

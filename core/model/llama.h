@@ -29,6 +29,7 @@
 
 #include "core/model/llama_config.h"
 #include "memsweep/attention.h"
+#include "memsweep/kernels.h"
 #include "memsweep/model.h"
 #include "memsweep/strategy.h"
 
@@ -42,10 +43,13 @@ class RmsNormImpl : public torch::nn::Module {
   RmsNormImpl(int64_t dim, double eps, Construction construction = Construction::kNow);
   at::Tensor forward(const at::Tensor& x);
   void Build();  // ones
+  // The kernels slot's RMSNorm (memsweep/kernels.h); empty: the composition of ATen operations.
+  void SetKernel(RmsNormFn kernel) { kernel_ = std::move(kernel); }
 
  private:
   at::Tensor weight_;
   double eps_;
+  RmsNormFn kernel_;
 };
 TORCH_MODULE(RmsNorm);
 
@@ -77,6 +81,8 @@ class DecoderBlockImpl : public torch::nn::Module, public Block {
   std::array<LinearLayer, 7>& linears() { return linears_; }
   // Registers an adapter's tensors as the block's parameters (after its own).
   void AddTensors(const std::vector<AdapterTensor>& tensors);
+  // The kernels slot's RMSNorm and SwiGLU for this block (empty members: ATen's composition).
+  void SetKernels(const Kernels& kernels);
 
  private:
   at::Tensor Apply(size_t layer, const at::Tensor& x) const;
@@ -88,6 +94,7 @@ class DecoderBlockImpl : public torch::nn::Module, public Block {
   at::Tensor gate_proj_, up_proj_, down_proj_;
   at::Tensor q_bias_, k_bias_, v_bias_, o_bias_;   // undefined unless the config has them
   at::Tensor gate_bias_, up_bias_, down_bias_;
+  SwiGluFn swiglu_;  // the kernels slot's; empty: silu(gate) * up
 };
 TORCH_MODULE(DecoderBlock);
 
@@ -110,6 +117,8 @@ class LlamaModelImpl : public torch::nn::Module, public Model {
 
   void SetAttention(AttentionFn attention) { attention_ = std::move(attention); }
   void SetBlockRunner(BlockRunner runner) { block_runner_ = std::move(runner); }
+  // The kernels slot's RMSNorm and SwiGLU, for every block and the final norm.
+  void SetKernels(const Kernels& kernels);
   const LlamaConfig& config() const { return config_; }
   const std::vector<DecoderBlock>& blocks() const { return blocks_; }
 

@@ -71,8 +71,8 @@ PluginRegistrar::~PluginRegistrar() = default;
 
 const std::vector<std::string>& SlotNames() {
   static const std::vector<std::string> kNames = {
-      "allocator", "sharding",  "precision",     "adapter",  "packing",
-      "batching",  "attention", "checkpointing", "loss",    "callbacks"};
+      "allocator", "sharding", "precision",     "adapter", "packing",  "batching",
+      "attention", "kernels",  "checkpointing", "loss",    "callbacks"};
   return kNames;
 }
 

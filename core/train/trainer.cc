@@ -285,7 +285,7 @@ class RunLoop {
     return indices;
   }
 
-  // model: attention and block execution come from their slots; the sharding slot wraps the
+  // model: attention, the kernels and block execution come from their slots; the sharding slot wraps the
   // checkpointing slot's block runner (ZeRO-3 gathers around it).
   void Model() {
     stages_.Begin(Stage::kModel, -1);
@@ -299,6 +299,24 @@ class RunLoop {
                                                          const model::AttentionInputs& inputs) {
       return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
     });
+    auto [kernels, kernels_plugin] = hooks_.Get<KernelsStrategy>(Slot::kKernels);
+    model::Kernels made =
+        CallPlugin(*kernels_plugin, "model", [&] { return kernels->MakeKernels(); });
+    const ActiveStrategy* kernels_owner = kernels_plugin;
+    model::Kernels wrapped;  // a plugin's exception names the plugin, as for attention
+    if (made.rms_norm) {
+      wrapped.rms_norm = [fn = made.rms_norm, kernels_owner](const at::Tensor& x,
+                                                             const at::Tensor& weight, double eps) {
+        return CallPlugin(*kernels_owner, "rms_norm", [&] { return fn(x, weight, eps); });
+      };
+    }
+    if (made.swiglu) {
+      wrapped.swiglu = [fn = made.swiglu, kernels_owner](const at::Tensor& gate,
+                                                         const at::Tensor& up) {
+        return CallPlugin(*kernels_owner, "swiglu", [&] { return fn(gate, up); });
+      };
+    }
+    state_.model->SetKernels(wrapped);
     auto [checkpointing, checkpointing_plugin] =
         hooks_.Get<CheckpointingStrategy>(Slot::kCheckpointing);
     model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",

@@ -32,7 +32,8 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"sharding/zero1", true},          {"sharding/zero2", true},
       {"sharding/zero3", true},          {"adapter/none", true},
       {"adapter/lora", false},            {"loss/full", true},
-      {"loss/chunked", true},            {"loss/fused", true}};
+      {"loss/chunked", true},            {"loss/fused", true},
+      {"kernels/aten", true},            {"kernels/fused", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
       {"strategies.allocator.plugin=caching", "strategies.checkpointing.plugin=full",
@@ -43,7 +44,8 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
        "strategies.attention.plugin=chunked"},
       {"strategies.attention.plugin=flash", "strategies.packing.plugin=pack",
        "strategies.loss.plugin=fused"},
-      {"strategies.packing.plugin=concat", "strategies.adapter.plugin=lora"},
+      {"strategies.packing.plugin=concat", "strategies.adapter.plugin=lora",
+       "strategies.kernels.plugin=fused"},
       {"strategies.packing.plugin=bucketed", "strategies.sharding.plugin=ddp"},
       {"strategies.sharding.plugin=zero1", "device.world_size=2"},
       {"strategies.sharding.plugin=zero2", "device.world_size=2"},

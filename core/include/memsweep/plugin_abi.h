@@ -36,7 +36,8 @@ extern "C" {
  *    Shape), RunContext::seed, ShardingStrategy::SupportsFrozenParameters and the parameter type
  *    MEMSWEEP_PARAM_STRINGS. */
 /* 6: the loss slot (Slot::kLoss, LossStrategy, memsweep/loss.h): Slot's callbacks moved. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 6u
+/* 7: the kernels slot (Slot::kKernels, KernelsStrategy, memsweep/kernels.h): later slots moved. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 7u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {

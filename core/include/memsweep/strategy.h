@@ -18,6 +18,8 @@
 //   packing        PackingStrategy        the source of micro-batches (documents → rows)
 //   batching       BatchingStrategy       micro-batch size, accumulation, length, padding
 //   attention      AttentionStrategy      the attention core (AttentionFn)
+//   kernels        KernelsStrategy        the RMSNorm and SwiGLU computations (Kernels,
+//                                         memsweep/kernels.h)
 //   checkpointing  CheckpointingStrategy  how each decoder block runs (BlockRunner)
 //   loss           LossStrategy           the LM head and the loss from the final hidden
 //                                         states (LossFn, memsweep/loss.h)
@@ -55,6 +57,7 @@
 #include "memsweep/data_config.h"
 #include "memsweep/device_memory.h"
 #include "memsweep/host_pool.h"
+#include "memsweep/kernels.h"
 #include "memsweep/loss.h"
 #include "memsweep/memory_backend.h"
 #include "memsweep/model.h"
@@ -70,6 +73,7 @@ enum class Slot : uint8_t {
   kPacking,
   kBatching,
   kAttention,
+  kKernels,
   kCheckpointing,
   kLoss,
   kCallbacks,
@@ -243,6 +247,13 @@ class AdapterStrategy : public Strategy {
 class AttentionStrategy : public Strategy {
  public:
   virtual model::AttentionFn MakeAttention() = 0;
+};
+
+class KernelsStrategy : public Strategy {
+ public:
+  // Called once, in the model stage, before the checkpointing slot's block runner is made; the
+  // model calls the functions in every forward (a checkpointed block's recompute included).
+  virtual model::Kernels MakeKernels() = 0;
 };
 
 class CheckpointingStrategy : public Strategy {

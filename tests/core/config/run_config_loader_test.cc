@@ -45,7 +45,7 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
   const data::DataConfig batches = EffectiveDataConfig(cfg);
   EXPECT_EQ(batches.padding, data::Padding::kMaxLength);
   EXPECT_EQ(batches.micro_batch_size, 3);
-  ASSERT_EQ(cfg.strategies.size(), 9u);
+  ASSERT_EQ(cfg.strategies.size(), 10u);
   EXPECT_EQ(cfg.strategies[5].slot, "batching");
   EXPECT_EQ(cfg.strategies[5].params.Int("seq_len"), 64);
   EXPECT_DOUBLE_EQ(cfg.optimizer.lr, 1.0);

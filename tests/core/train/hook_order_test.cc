@@ -21,9 +21,9 @@
 namespace memsweep::train {
 namespace {
 
-const std::vector<std::string> kHookOrder = {"allocator", "sharding",      "precision",
-                                             "adapter",   "packing",       "batching",
-                                             "attention", "checkpointing", "loss",      "callbacks"};
+const std::vector<std::string> kHookOrder = {
+    "allocator", "sharding", "precision",     "adapter", "packing",  "batching",
+    "attention", "kernels",  "checkpointing", "loss",    "callbacks"};
 
 TEST(HookOrderTest, SlotNamesAreTheHookOrderAndMatchTheSlotEnum) {
   EXPECT_EQ(SlotNames(), kHookOrder);
