@@ -10,7 +10,10 @@
 // the median time over rounds is printed, with the load average before and after.
 //
 //   build/release/memsweep_bench_loss [--rounds R] [--tokens N] [--hidden H] [--vocab V]
-// Defaults: Llama-3.2-1B's head (hidden 2048, vocab 128,256) over 1 x 4096 tokens.
+//                                     [--dtypes 1|2|3]
+// Defaults: Llama-3.2-1B's head (hidden 2048, vocab 128,256) over 1 x 4096 tokens; --dtypes 1
+// runs fp32 only, 2 bf16 only, 3 (default) both. In bf16, fused at Liger's chunk also runs with
+// the head's gradient summed in bf16 (accumulation = "weight", Liger Kernel's own choice).
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   const int64_t tokens = ArgInt(argc, argv, "--tokens", 4096);
   const int64_t hidden_size = ArgInt(argc, argv, "--hidden", 2048);
   const int64_t vocab = ArgInt(argc, argv, "--vocab", 128256);
+  const int dtypes = ArgInt(argc, argv, "--dtypes", 3);
   env::UseFp32Gemm(env::ChooseFp32Gemm(env::Fp32GemmSetting::kAuto));
   env::UseBf16Gemm(env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto));
   std::printf("memsweep_bench_loss  threads: %d  %d rounds  %lld tokens, hidden %lld, vocab %lld\n"
@@ -106,24 +110,29 @@ int main(int argc, char** argv) {
   const int64_t liger = plugins::loss::LigerChunkTokens(tokens, vocab, hidden_size);
   const int64_t large = std::min<int64_t>(tokens, 1024);
   for (c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    if ((dtypes & (dtype == at::kFloat ? 1 : 2)) == 0) continue;
     at::manual_seed(0);
     const at::Tensor hidden = at::randn({1, tokens, hidden_size}).to(dtype);
     const at::Tensor weight = (at::randn({vocab, hidden_size}) * 0.02).to(dtype).requires_grad_(true);
     const at::Tensor targets = at::randint(0, vocab, {1, tokens}, at::kLong);
     // What every computation must produce: the hidden states' gradient and the head's.
     const double needed = static_cast<double>(hidden.nbytes() + weight.nbytes());
-    const auto fused = [](int64_t chunk) {
-      return [chunk](const model::LossInputs& in) {
+    const auto fused = [](int64_t chunk, bool fp32_accumulation) {
+      return [chunk, fp32_accumulation](const model::LossInputs& in) {
         plugins::loss::FusedLossOptions o;
         o.chunk_tokens = chunk;
+        o.fp32_accumulation = fp32_accumulation;
         return plugins::loss::FusedLinearCrossEntropy(in, o);
       };
     };
-    const std::vector<std::pair<std::string, std::function<at::Tensor(const model::LossInputs&)>>>
+    std::vector<std::pair<std::string, std::function<at::Tensor(const model::LossInputs&)>>>
         variants = {{"full", Full},
                     {"chunked (8)", [](const model::LossInputs& in) { return Chunked(in, 8); }},
-                    {"fused (" + std::to_string(liger) + " tokens)", fused(0)},
-                    {"fused (" + std::to_string(large) + " tokens)", fused(large)}};
+                    {"fused (" + std::to_string(liger) + " tokens)", fused(0, true)},
+                    {"fused (" + std::to_string(large) + " tokens)", fused(large, true)}};
+    if (dtype != at::kFloat) {
+      variants.emplace_back("fused (" + std::to_string(liger) + ", bf16 sum)", fused(0, false));
+    }
     std::map<std::string, std::vector<double>> seconds;
     std::map<std::string, int64_t> peaks;
     for (int round = 0; round < rounds; ++round) {

@@ -22,6 +22,10 @@ struct FusedCall {
   FusedLossOptions options;
 };
 
+at::Tensor InDtype(const at::Tensor& t, c10::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
 // The sums of the head's gradients over the chunks, in fp32 or in the tensor's own dtype.
 class GradientSum {
  public:
@@ -31,13 +35,13 @@ class GradientSum {
     dtype_ = like.scalar_type();
   }
   bool active() const { return sum_.defined(); }
-  // sum += aᵀ·b (the weight's gradient of one chunk), in place when the dtypes allow.
+  // sum += aᵀ·b (the weight's gradient of one chunk), in place. A sum in fp32 over operands in
+  // the compute dtype takes the operands upcast — copies of the chunk's size — rather than their
+  // product in the compute dtype, which would be a temporary of the head's size at every chunk:
+  // the product is then rounded once, into the fp32 sum.
   void AddProduct(const at::Tensor& a_t, const at::Tensor& b) {
-    if (sum_.scalar_type() == a_t.scalar_type()) {
-      sum_.addmm_(a_t, b);
-    } else {
-      sum_.add_(at::mm(a_t, b));  // rounded once per chunk in the compute dtype, summed in fp32
-    }
+    const c10::ScalarType sum = sum_.scalar_type();
+    sum_.addmm_(InDtype(a_t, sum), InDtype(b, sum));
   }
   void Add(const at::Tensor& t) { sum_.add_(t); }
   // The sum in the tensor's dtype (the fp32 buffer is released).
@@ -52,10 +56,6 @@ class GradientSum {
   at::Tensor sum_;
   c10::ScalarType dtype_ = at::kFloat;
 };
-
-at::Tensor InDtype(const at::Tensor& t, c10::ScalarType dtype) {
-  return t.scalar_type() == dtype ? t : t.to(dtype);
-}
 
 // One chunk of a plain head (no adapter forward): logits, their loss and, from softmax −
 // one-hot, the gradients — by hand, so that only the chunk's logits (and their fp32 copy) exist.
