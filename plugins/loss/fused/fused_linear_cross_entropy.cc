@@ -83,7 +83,9 @@ void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor&
   x.scatter_add_(1, index, valid.to(x.scalar_type()).neg_().unsqueeze(1));
   x.mul_(row_scale);
   const at::Tensor g = InDtype(x, compute);
-  if (grad_h.defined()) grad_h.copy_(at::mm(g, InDtype(weight, compute)));
+  // (Wᵀ·gᵀ)ᵀ for g·W, the head as the left operand again: gᵀ is the [V, n] layout the logits
+  // were computed in.
+  if (grad_h.defined()) grad_h.copy_(at::mm(InDtype(weight, compute).t(), g.t()).t());
   if (grad_w.active()) grad_w.AddProduct(g.t(), InDtype(h, compute));
   if (grad_b.active()) grad_b.Add(g.sum(0));
 }
