@@ -18,6 +18,14 @@ inline int ArgInt(int argc, char** argv, const char* name, int fallback) {
   return fallback;
 }
 
+// The text after `name` on the command line ("--device cuda"), or `fallback`.
+inline std::string ArgString(int argc, char** argv, const char* name, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  }
+  return fallback;
+}
+
 inline double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 // "/proc/loadavg"'s first three fields: benchmarks print it, since a loaded machine skews times.

@@ -10,14 +10,18 @@
 // the median time over rounds is printed, with the load average before and after.
 //
 //   build/release/memsweep_bench_loss [--rounds R] [--tokens N] [--hidden H] [--vocab V]
-//                                     [--dtypes 1|2|3]
+//                                     [--dtypes 1|2|3] [--device cpu|cuda]
 // Defaults: Llama-3.2-1B's head (hidden 2048, vocab 128,256) over 1 x 4096 tokens; --dtypes 1
-// runs fp32 only, 2 bf16 only, 3 (default) both. In bf16, fused at Liger's chunk also runs with
+// runs fp32 only, 2 bf16 only, 3 (default) both. --device cuda runs on the first GPU: peaks from
+// the CUDA caching allocator's allocated bytes, times after a device synchronisation, and one
+// untimed warm-up round (cuBLAS handles, workspaces, kernel loading). In bf16, fused at Liger's chunk also runs with
 // the head's gradient summed in bf16 (accumulation = "weight", Liger Kernel's own choice).
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/autograd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -27,6 +31,7 @@
 #include "bench_args.h"
 #include "core/env/cpu_gemm.h"
 #include "core/env/threads.h"
+#include "core/memory/device_meter.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/train/summary.h"
 #include "loss/common/token_loss.h"
@@ -37,6 +42,7 @@ namespace {
 
 using namespace memsweep;
 using bench::ArgInt;
+using bench::ArgString;
 using bench::LoadAverage;
 using bench::MiB;
 using Clock = std::chrono::steady_clock;
@@ -67,25 +73,43 @@ at::Tensor Chunked(const model::LossInputs& in, int64_t chunks) {
 struct Measure {
   double seconds = 0;
   int64_t peak_bytes = 0;
+  double loss = 0;
+  at::Tensor grad_hidden, grad_weight;  // fp32 copies, taken after the peak is read
 };
 
+// max |x − reference| / max |reference|, in fp32.
+double Deviation(const at::Tensor& x, const at::Tensor& reference) {
+  return (x - reference).abs().max().item<double>() / reference.abs().max().item<double>();
+}
+
+void Synchronize(const c10::Device& device) {
+  if (device.is_cuda()) c10::impl::getDeviceGuardImpl(device.type())->synchronizeDevice(device.index());
+}
+
 Measure Once(const std::function<at::Tensor(const model::LossInputs&)>& loss,
-             const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets) {
-  auto& tracker = memory::TrackingAllocator::Instance();
+             const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
+             memory::DeviceMeter& meter) {
   model::LinearLayer head;
   head.weight = weight;
   const at::Tensor h = hidden.detach().requires_grad_(true);
   weight.mutable_grad() = at::Tensor();
-  tracker.ResetPeak();
-  const int64_t before = tracker.AllocatedBytes();
+  Synchronize(hidden.device());
+  meter.ResetPeak();
+  const int64_t before = meter.AllocatedBytes();
   const auto start = Clock::now();
+  double value = 0;
   {
     const at::Tensor l = loss(model::LossInputs{h, &head, targets, static_cast<double>(targets.numel())});
     l.backward();
+    Synchronize(hidden.device());
+    value = l.item<double>();
   }
   Measure m;
   m.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  m.peak_bytes = tracker.PeakAllocatedBytes() - before;
+  m.peak_bytes = meter.PeakAllocatedBytes() - before;
+  m.loss = value;
+  m.grad_hidden = h.grad().to(at::kFloat);
+  m.grad_weight = weight.grad().to(at::kFloat);
   return m;
 }
 
@@ -100,11 +124,22 @@ int main(int argc, char** argv) {
   const int64_t hidden_size = ArgInt(argc, argv, "--hidden", 2048);
   const int64_t vocab = ArgInt(argc, argv, "--vocab", 128256);
   const int dtypes = ArgInt(argc, argv, "--dtypes", 3);
+  const std::string device_name = ArgString(argc, argv, "--device", "cpu");
+  if (device_name != "cpu" && device_name != "cuda") {
+    std::fprintf(stderr, "memsweep_bench_loss: --device is cpu or cuda, not '%s'\n", device_name.c_str());
+    return 2;
+  }
+  const c10::Device device = device_name == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  if (device.is_cuda() && !at::hasCUDA()) {
+    std::fprintf(stderr, "memsweep_bench_loss: --device cuda, but this build or machine has no CUDA GPU\n");
+    return 2;
+  }
+  const std::unique_ptr<memory::DeviceMeter> meter = memory::MakeDeviceMeter(device);
   env::UseFp32Gemm(env::ChooseFp32Gemm(env::Fp32GemmSetting::kAuto));
   env::UseBf16Gemm(env::ChooseBf16Gemm(env::Bf16GemmSetting::kAuto));
-  std::printf("memsweep_bench_loss  threads: %d  %d rounds  %lld tokens, hidden %lld, vocab %lld\n"
-              "load average at start: %s\n",
-              threads, rounds, static_cast<long long>(tokens), static_cast<long long>(hidden_size),
+  std::printf("memsweep_bench_loss  device: %s  threads: %d  %d rounds  %lld tokens, hidden %lld, "
+              "vocab %lld\nload average at start: %s\n",
+              device.str().c_str(), threads, rounds, static_cast<long long>(tokens), static_cast<long long>(hidden_size),
               static_cast<long long>(vocab), LoadAverage().c_str());
   const double logits_fp32 = 4.0 * static_cast<double>(tokens) * static_cast<double>(vocab);
   const int64_t liger = plugins::loss::LigerChunkTokens(tokens, vocab, hidden_size);
@@ -112,9 +147,10 @@ int main(int argc, char** argv) {
   for (c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     if ((dtypes & (dtype == at::kFloat ? 1 : 2)) == 0) continue;
     at::manual_seed(0);
-    const at::Tensor hidden = at::randn({1, tokens, hidden_size}).to(dtype);
-    const at::Tensor weight = (at::randn({vocab, hidden_size}) * 0.02).to(dtype).requires_grad_(true);
-    const at::Tensor targets = at::randint(0, vocab, {1, tokens}, at::kLong);
+    const at::Tensor hidden = at::randn({1, tokens, hidden_size}).to(device, dtype);
+    const at::Tensor weight =
+        (at::randn({vocab, hidden_size}) * 0.02).to(device, dtype).requires_grad_(true);
+    const at::Tensor targets = at::randint(0, vocab, {1, tokens}, at::kLong).to(device);
     // What every computation must produce: the hidden states' gradient and the head's.
     const double needed = static_cast<double>(hidden.nbytes() + weight.nbytes());
     const auto fused = [](int64_t chunk, bool fp32_accumulation) {
@@ -135,28 +171,38 @@ int main(int argc, char** argv) {
     }
     std::map<std::string, std::vector<double>> seconds;
     std::map<std::string, int64_t> peaks;
-    for (int round = 0; round < rounds; ++round) {
+    std::map<std::string, Measure> last;  // each variant's last run, for its deviation from full
+    const int warmup = device.is_cuda() ? 1 : 0;
+    for (int round = -warmup; round < rounds; ++round) {
       for (size_t k = 0; k < variants.size(); ++k) {
-        const auto& [name, fn] = variants[(k + round) % variants.size()];
-        const Measure m = Once(fn, hidden, weight, targets);
+        const auto& [name, fn] = variants[(k + variants.size() + round) % variants.size()];
+        const Measure m = Once(fn, hidden, weight, targets, *meter);
+        if (round < 0) continue;
         seconds[name].push_back(m.seconds);
+        last[name] = m;
         peaks[name] = m.peak_bytes;
       }
     }
     const double full_s = train::Percentile(seconds["full"], 0.5);
     std::printf("\n%s (fp32 logits %.1f MiB; gradients every computation produces %.1f MiB)\n",
                 dtype == at::kFloat ? "fp32" : "bf16", logits_fp32 / 1048576.0, needed / 1048576.0);
-    std::printf("  %-22s %12s %14s %10s %12s\n", "loss", "peak MiB", "beyond grads", "median s",
-                "speed/full");
+    std::printf("  %-22s %12s %14s %10s %12s %10s %10s %10s\n", "loss", "peak MiB", "beyond grads",
+                "median s", "speed/full", "loss dev", "dh dev", "dW dev");
+    const Measure& ref = last["full"];
     for (const auto& [name, fn] : variants) {
       const double s = train::Percentile(seconds[name], 0.5);
       const double beyond = static_cast<double>(peaks[name]) - needed;
-      std::printf("  %-22s %12.1f %13.1f%% %10.3f %11.2fx\n", name.c_str(), MiB(peaks[name]),
-                  100.0 * beyond / logits_fp32, s, full_s / s);
+      const Measure& m = last[name];
+      std::printf("  %-22s %12.1f %13.1f%% %10.3f %11.2fx %10.1e %10.1e %10.1e\n", name.c_str(),
+                  MiB(peaks[name]), 100.0 * beyond / logits_fp32, s, full_s / s,
+                  std::abs(m.loss - ref.loss) / std::abs(ref.loss),
+                  Deviation(m.grad_hidden, ref.grad_hidden), Deviation(m.grad_weight, ref.grad_weight));
     }
   }
   std::printf("\n(\"beyond grads\": the peak less the gradients, as a share of the fp32 logits; "
-              "goal for fused <= 10%%, speed >= 0.9x)\nload average at end: %s\n",
+              "goal for fused <= 10%%, speed >= 0.9x. \"dev\": relative to full's, the loss's "
+              "|difference| / |full's|, each gradient's max |difference| / max |full's|)\n"
+              "load average at end: %s\n",
               LoadAverage().c_str());
   return 0;
 }

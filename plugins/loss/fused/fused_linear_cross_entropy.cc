@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,9 @@ at::Tensor InDtype(const at::Tensor& t, c10::ScalarType dtype) {
   return t.scalar_type() == dtype ? t : t.to(dtype);
 }
 
+// Whether CUDA's GEMM with 16-bit operands and an fp32 output (addmm's out_dtype) is usable.
+std::atomic<bool> cuda_fp32_output_gemm{true};
+
 // The sums of the head's gradients over the chunks, in fp32 or in the tensor's own dtype.
 class GradientSum {
  public:
@@ -39,8 +43,20 @@ class GradientSum {
   // the compute dtype takes the operands upcast — copies of the chunk's size — rather than their
   // product in the compute dtype, which would be a temporary of the head's size at every chunk:
   // the product is then rounded once, into the fp32 sum.
+  // On CUDA, 16-bit operands go to a GEMM with an fp32 output (cuBLAS accumulates in fp32 and
+  // adds into the sum), which runs on the tensor cores where the upcast copies would take an
+  // fp32 GEMM at a fraction of their speed: the same products, summed in fp32 either way.
   void AddProduct(const at::Tensor& a_t, const at::Tensor& b) {
     const c10::ScalarType sum = sum_.scalar_type();
+    if (sum_.is_cuda() && sum == at::kFloat && a_t.scalar_type() != sum &&
+        a_t.scalar_type() == b.scalar_type() && cuda_fp32_output_gemm.load()) {
+      try {
+        at::addmm_out(sum_, sum_, a_t, b, at::kFloat);
+        return;
+      } catch (const c10::Error&) {
+        cuda_fp32_output_gemm = false;  // a GPU or cuBLAS without it: the upcast path from now on
+      }
+    }
     sum_.addmm_(InDtype(a_t, sum), InDtype(b, sum));
   }
   void Add(const at::Tensor& t) { sum_.add_(t); }
@@ -62,11 +78,14 @@ class GradientSum {
 void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                 const at::Tensor& t, const FusedCall& call, at::Tensor& loss_sum,
                 at::Tensor grad_h, GradientSum& grad_w, GradientSum& grad_b) {
-  // The chunk's logits as (W·hᵀ)ᵀ — the [V, n] product with the head as the left operand, a
-  // transposed view of [n, V] — rather than h·Wᵀ: with a few hundred tokens against a vocabulary
-  // of 10⁵ the CPU's GEMM runs that shape about 1.5x faster (docs/loss.md, "The benchmark").
+  // On the CPU the chunk's logits are (W·hᵀ)ᵀ — the [V, n] product with the head as the left
+  // operand, a transposed view of [n, V] — rather than h·Wᵀ: with a few hundred tokens against a
+  // vocabulary of 10⁵ the CPU's GEMM runs that shape about 1.5x faster (docs/loss.md, "The
+  // benchmark"). On CUDA, h·Wᵀ: cuBLAS runs both shapes alike, and the softmax's reductions and
+  // scatters over rows of contiguous [n, V] logits run faster than over a transposed view.
   // The compute dtype is autocast's, if on (mm is on its list, as linear is).
-  at::Tensor logits = at::mm(weight, h.t()).t();
+  const bool cuda = h.is_cuda();
+  at::Tensor logits = cuda ? at::mm(h, weight.t()) : at::mm(weight, h.t()).t();
   if (bias.defined()) logits = logits + InDtype(bias, logits.scalar_type());
   const c10::ScalarType compute = logits.scalar_type();
   at::Tensor x = call.options.upcast ? InDtype(logits, at::kFloat) : logits;
@@ -83,9 +102,12 @@ void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor&
   x.scatter_add_(1, index, valid.to(x.scalar_type()).neg_().unsqueeze(1));
   x.mul_(row_scale);
   const at::Tensor g = InDtype(x, compute);
-  // (Wᵀ·gᵀ)ᵀ for g·W, the head as the left operand again: gᵀ is the [V, n] layout the logits
-  // were computed in.
-  if (grad_h.defined()) grad_h.copy_(at::mm(InDtype(weight, compute).t(), g.t()).t());
+  // On the CPU (Wᵀ·gᵀ)ᵀ for g·W, the head as the left operand again: gᵀ is the [V, n] layout the
+  // logits were computed in.
+  if (grad_h.defined()) {
+    const at::Tensor w = InDtype(weight, compute);
+    grad_h.copy_(cuda ? at::mm(g, w) : at::mm(w.t(), g.t()).t());
+  }
   if (grad_w.active()) grad_w.AddProduct(g.t(), InDtype(h, compute));
   if (grad_b.active()) grad_b.Add(g.sum(0));
 }
