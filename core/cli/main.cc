@@ -11,6 +11,7 @@
 #include "core/cli/calibrate_command.h"
 #include "core/cli/command.h"
 #include "core/cli/compare_command.h"
+#include "core/cli/estimate_command.h"
 #include "core/cli/exit_code.h"
 #include "core/cli/plan_command.h"
 #include "core/cli/plugins_command.h"
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
     memsweep::cli::AddWorkerCommand(app, worker_options, exit_code);
     memsweep::cli::PlanOptions plan_options;
     memsweep::cli::AddPlanCommand(app, plan_options, exit_code);
+    memsweep::cli::EstimateOptions estimate_options;
+    memsweep::cli::AddEstimateCommand(app, estimate_options, exit_code);
     memsweep::cli::QueryOptions query_options;
     memsweep::cli::AddQueryCommand(app, query_options, exit_code);
     memsweep::cli::CompareCommandOptions compare_options;

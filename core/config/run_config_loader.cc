@@ -428,7 +428,10 @@ ValidatedRun ValidateRun(RunConfig cfg) {
   // can run on this build) in their constructors; an error names the plugin's table.
   plugin::StrategySet strategies = InstantiateStrategies(cfg);
   // ... and says whether it can run on the run's device (never a silent fallback).
-  const c10::DeviceType device = cfg.device.type == "cuda" ? c10::kCUDA : c10::kCPU;
+  // "meta": the shape-only device `memsweep estimate` runs a cell on (never read from a file).
+  const c10::DeviceType device = cfg.device.type == "cuda"   ? c10::kCUDA
+                                 : cfg.device.type == "meta" ? c10::kMeta
+                                                             : c10::kCPU;
   for (const plugin::ActiveStrategy& strategy : strategies) {
     std::string why;
     try {
@@ -438,8 +441,11 @@ ValidatedRun ValidateRun(RunConfig cfg) {
     }
     if (!why.empty()) {
       throw ConfigError(at + "[strategies." + strategy.slot + "] plugin = \"" + strategy.name +
-                        "\" cannot run on the " + (device == c10::kCUDA ? "CUDA" : "CPU") +
-                        " device ([device] type = \"" + cfg.device.type + "\"): " + why);
+                        "\" cannot run on the " +
+                        (device == c10::kCUDA   ? std::string("CUDA device ([device] type = \"cuda\")")
+                         : device == c10::kMeta ? std::string("estimate's meta device (memsweep estimate)")
+                                                : "CPU device ([device] type = \"" + cfg.device.type + "\")") +
+                        ": " + why);
     }
   }
   // A precision strategy that skips steps reads .grad; a sharding strategy that owns the step

@@ -170,7 +170,8 @@ class CudaMeter final : public DeviceMeter {
 #endif
 
 std::unique_ptr<DeviceMeter> MakeDeviceMeter(const c10::Device& device) {
-  if (device.is_cpu()) return MakeCpuMeter(TrackingAllocator::Instance());
+  // The meta device's storages are the tracking allocator's too (meta_tracking.h).
+  if (device.is_cpu() || device.is_meta()) return MakeCpuMeter(TrackingAllocator::Instance());
 #if MEMSWEEP_CUDA_BUILD
   if (device.is_cuda()) return std::make_unique<CudaMeter>(device.has_index() ? device.index() : 0);
 #endif

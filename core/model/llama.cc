@@ -17,14 +17,17 @@ constexpr double kInitStd = 0.02;  // Hugging Face's initializer_range for Llama
 // How a parameter starts: weight matrices N(0, kInitStd), norm weights ones, biases zeros.
 enum class Init { kNormal, kOnes, kZeros };
 
+thread_local c10::DeviceType g_parameter_device = c10::DeviceType::CPU;
+
 at::Tensor Initialised(at::IntArrayRef sizes, Init init) {
+  const at::TensorOptions options = at::TensorOptions().device(g_parameter_device);
   switch (init) {
     case Init::kNormal:
-      return at::empty(sizes).normal_(0.0, kInitStd);
+      return at::empty(sizes, options).normal_(0.0, kInitStd);
     case Init::kOnes:
-      return at::ones(sizes);
+      return at::ones(sizes, options);
     case Init::kZeros:
-      return at::zeros(sizes);
+      return at::zeros(sizes, options);
   }
   return {};
 }
@@ -46,6 +49,12 @@ void BuildParameter(at::Tensor& parameter, Init init) {
 }
 
 }  // namespace
+
+ScopedParameterDevice::ScopedParameterDevice(c10::DeviceType device)
+    : previous_(g_parameter_device) {
+  g_parameter_device = device;
+}
+ScopedParameterDevice::~ScopedParameterDevice() { g_parameter_device = previous_; }
 
 RmsNormImpl::RmsNormImpl(int64_t dim, double eps, Construction construction) : eps_(eps) {
   weight_ = register_parameter("weight", NewParameter({dim}, Init::kOnes, construction));

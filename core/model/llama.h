@@ -38,6 +38,20 @@ namespace memsweep::model {
 // LlamaModel(config, kDeferred): parameters without memory until BuildGroup.
 enum class Construction { kNow, kDeferred };
 
+// The device parameters are initialised on, on this thread, while the scope lives: the CPU by
+// default (the seeded values, then moved to the run's device); the meta device for an estimate
+// (docs/estimate.md), where a parameter is its shape and dtype and nothing is drawn.
+class ScopedParameterDevice {
+ public:
+  explicit ScopedParameterDevice(c10::DeviceType device);
+  ~ScopedParameterDevice();
+  ScopedParameterDevice(const ScopedParameterDevice&) = delete;
+  ScopedParameterDevice& operator=(const ScopedParameterDevice&) = delete;
+
+ private:
+  c10::DeviceType previous_;
+};
+
 class RmsNormImpl : public torch::nn::Module {
  public:
   RmsNormImpl(int64_t dim, double eps, Construction construction = Construction::kNow);

@@ -25,6 +25,7 @@
 #include "core/env/threads.h"
 #include "core/memory/device_meter.h"
 #include "core/memory/malloc_host_pool.h"
+#include "core/memory/meta_tracking.h"
 #include "core/memory/pinned_host_pool.h"
 #include "core/memory/storage_bytes.h"
 #include "core/model/hf_weights.h"
@@ -207,7 +208,7 @@ class RunLoop {
   // on; on CUDA its settings were applied before CUDA initialised (Trainer::Run).
   void Environment() {
     stages_.Begin(Stage::kEnvironment, -1);
-    if (device_.is_cpu()) {
+    if (device_.is_cpu() || device_.is_meta()) {
       auto [allocator, allocator_plugin] = hooks_.Get<AllocatorStrategy>(Slot::kAllocator);
       memory::TrackingAllocator::Instance().SetBackend(
           CallPlugin(*allocator_plugin, "environment (memory backend)",
@@ -228,8 +229,13 @@ class RunLoop {
     torch::manual_seed(cfg_.experiment.seed);
     state_.model = model::LlamaModel(cfg_.model.llama, model::Construction::kDeferred);
     context_.model = state_.model.get();
+    // On the meta device (an estimate) parameters are shapes: nothing is drawn or loaded, and
+    // the weights' values change no byte.
+    const model::ScopedParameterDevice parameter_device(device_.is_meta() ? c10::kMeta : c10::kCPU);
     std::optional<model::SafetensorsSet> weights;
-    if (!cfg_.model.weights.empty()) weights = model::OpenSafetensors(cfg_.model.weights);
+    if (!cfg_.model.weights.empty() && !device_.is_meta()) {
+      weights = model::OpenSafetensors(cfg_.model.weights);
+    }
     std::tie(sharding_, sharding_plugin_) = hooks_.Get<ShardingStrategy>(Slot::kSharding);
     auto [adapter, adapter_plugin] = hooks_.Get<AdapterStrategy>(Slot::kAdapter);
     auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
@@ -240,7 +246,7 @@ class RunLoop {
       std::vector<at::Tensor> built = state_.model->BuildGroup(group);
       if (weights) model::LoadWeights(*state_.model, *weights, &built);
       for (at::Tensor& p : built) {
-        if (!device_.is_cpu()) {
+        if (!device_.is_cpu() && !p.is_meta()) {
           torch::NoGradGuard no_grad;
           p.set_data(p.to(device_));
         }
@@ -488,8 +494,10 @@ class RunLoop {
                                      static_cast<double>(record.tokens)});
     }
     stages_.End();
-    // The loss as computed, before a precision strategy's backward hook may scale it.
-    record.loss += loss.detach().item<double>();
+    // The loss as computed, before a precision strategy's backward hook may scale it (an
+    // estimate's has no value).
+    record.loss += device_.is_meta() ? std::numeric_limits<double>::quiet_NaN()
+                                     : loss.detach().item<double>();
     stages_.Begin(Stage::kBackward, step);
     loss.backward();
     loss = at::Tensor();
@@ -558,6 +566,7 @@ Trainer::Trainer(config::RunConfig config, StrategySet strategies)
     : config_(std::move(config)), strategies_(std::move(strategies)) {}
 
 c10::Device Trainer::RunDevice() const {
+  if (config_.device.type == "meta") return c10::Device(c10::kMeta);  // memsweep estimate
   if (config_.device.type != "cuda") return c10::Device(c10::kCPU);
   const int index = device_index_ >= 0 ? device_index_ : config_.device.index;
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
@@ -643,8 +652,11 @@ bool SetUpDevice(const config::RunConfig& config, const c10::Device& device,
       env::UseFp32Gemm(env::ChooseFp32Gemm(config.device.fp32_gemm));
       env::UseBf16Gemm(env::ChooseBf16Gemm(config.device.gemm));
     }
+    if (device.is_meta()) memory::InstallMetaTracking();
     session.meter = memory::MakeDeviceMeter(device);
-    result.summary.peak_flops = env::CachedGemmPeakFlops(facts.compute_dtype, device);
+    // An estimate computes nothing: no GEMM peak, no MFU.
+    result.summary.peak_flops =
+        device.is_meta() ? 0.0 : env::CachedGemmPeakFlops(facts.compute_dtype, device);
     session.meter->EmptyCache();  // the calibration's blocks are not the run's
     session.meter->ClearLastOom();
     result.device.device_total_bytes = env::DeviceTotalBytes(device);
@@ -721,7 +733,7 @@ RunResult Trainer::Run() {
   // Teardown: cached blocks go back to the device, and the next run starts on the previous
   // backend.
   meter.EmptyCache();
-  if (device.is_cpu()) tracker.SetBackend(previous_backend);
+  if (device.is_cpu() || device.is_meta()) tracker.SetBackend(previous_backend);
   result.dist.host_pool_peak_bytes = host_pool->PeakBytes();
   if (comm_ != nullptr) {
     const dist::CommCounters comm_end = comm_->Counters();
@@ -735,7 +747,7 @@ RunResult Trainer::Run() {
   // A run faster than the kept GEMM peak shows the peak was measured low: measured again here
   // (one process only: ranks would have to agree on it), else its MFU is marked (summary.h).
   std::function<double()> remeasure;
-  if (comm_ == nullptr) {
+  if (comm_ == nullptr && !device.is_meta()) {
     remeasure = [&] {
       return env::RecalibrateGemm(facts.compute_dtype, env::Recalibrate::kIfHigher, device).flops;
     };

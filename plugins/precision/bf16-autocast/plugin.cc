@@ -3,6 +3,8 @@
 // autocast lists) compute in bfloat16 and the activations they save for backward are bf16.
 #include <ATen/autocast_mode.h>
 
+#include <string>
+
 #include "memsweep/plugin.h"
 
 namespace {
@@ -15,6 +17,15 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   c10::ScalarType ComputeDtype() const override { return c10::ScalarType::BFloat16; }
   // Not math-preserving: bf16 GEMMs round what fp32 computes exactly.
   bool MathPreserving() const override { return false; }
+
+  // LibTorch's autocast dispatches on CPU and CUDA tensors only: on the estimate's meta device
+  // its casts would not happen and every activation would be counted in fp32.
+  std::string DeviceRefusal(c10::DeviceType device) const override {
+    if (device != c10::kMeta) return "";
+    return "autocast does not dispatch on the meta device, so an estimate would count its bf16 "
+           "activations as fp32; estimate with plugin = \"bf16\" (bf16 weights and activations) "
+           "or \"fp32\" for a bound, or measure the cell with memsweep run";
+  }
 
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext& ctx) override {
     if (stage != memsweep::Stage::kForward) return;

@@ -1,0 +1,130 @@
+#include "core/estimate/cell_estimate.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "core/config/config_error.h"
+#include "core/config/run_config_loader.h"
+#include "core/env/gpu_catalog.h"
+#include "core/memory/byte_size.h"
+#include "core/train/trainer.h"
+
+namespace memsweep::estimate {
+namespace {
+
+// The cell's document with the estimate's device: the CPU's reading of [device] (the meta device
+// takes its place after loading, so a CUDA cell needs no GPU here), and the target's size.
+toml::table EstimateDocument(const experiment::Cell& cell, const EstimateTarget& target) {
+  toml::table doc = cell.document;
+  if (!doc.contains("device")) doc.insert("device", toml::table{});
+  toml::table& device = *doc["device"].as_table();
+  device.insert_or_assign("type", "cpu");
+  device.erase("index");
+  if (!target.device.empty()) {
+    device.erase("memory_budget");
+    device.erase("emulate_context");
+    device.insert_or_assign("emulate", target.device);
+  }
+  return doc;
+}
+
+// Where the run's peak allocated bytes fall: the stage (and step) whose own peak is highest.
+void FindPeak(CellEstimate& e) {
+  int64_t best = -1;
+  for (const train::TimelinePoint& p : e.run.timeline) {
+    if (p.peak_bytes > best) {
+      best = p.peak_bytes;
+      e.peak_stage = p.stage;
+      e.peak_step = p.step;
+    }
+  }
+}
+
+// An operation LibTorch has no meta kernel for names itself so: "Could not run 'aten::x' with
+// arguments from the 'Meta' backend".
+bool LacksMetaKernel(const std::string& error) {
+  return error.find("'Meta' backend") != std::string::npos;
+}
+
+}  // namespace
+
+const char* EstimateStatusName(EstimateStatus status) {
+  switch (status) {
+    case EstimateStatus::kEstimated: return "estimated";
+    case EstimateStatus::kFits: return "fits";
+    case EstimateStatus::kOom: return "oom";
+    case EstimateStatus::kUnsupported: return "unsupported";
+    case EstimateStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+void CheckTarget(const EstimateTarget& target) {
+  if (target.device.empty() || env::FindGpu(target.device) != nullptr) return;
+  const std::optional<int64_t> bytes = memory::ParseBytes(target.device);
+  if (bytes && *bytes > 0) return;
+  std::string names;
+  for (const std::string& name : env::GpuNames()) names += (names.empty() ? "" : ", ") + name;
+  throw config::ConfigError("--device '" + target.device + "' is neither a GPU of the catalog (" +
+                            names + "; docs/gpu-models.md) nor a size such as \"24GiB\"");
+}
+
+void CheckCell(const experiment::Cell& cell, const EstimateTarget& target) {
+  config::RunConfigFromTable(EstimateDocument(cell, target), cell.source);
+}
+
+CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target) {
+  const auto start = std::chrono::steady_clock::now();
+  CellEstimate e;
+  e.cell_index = cell.index;
+  e.label = cell.Label();
+  const auto done = [&]() -> CellEstimate {
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(e);
+  };
+  config::RunConfig cfg = config::RunConfigFromTable(EstimateDocument(cell, target), cell.source);
+  if (cfg.device.emulate) {
+    e.device = cfg.device.emulate->name == "custom"
+                   ? memory::FormatBytes(cfg.device.emulate->total_bytes)
+                   : cfg.device.emulate->name;
+  } else if (cfg.device.memory_budget_bytes) {
+    e.device = "budget " + memory::FormatBytes(*cfg.device.memory_budget_bytes);
+  }
+  e.budget_bytes = cfg.device.memory_budget_bytes.value_or(0);
+  if (cfg.device.world_size > 1) {
+    e.status = EstimateStatus::kUnsupported;
+    e.message = "[device] world_size = " + std::to_string(cfg.device.world_size) +
+                ": cells of several ranks are not estimated yet (docs/estimate.md); measure it "
+                "with memsweep run";
+    return done();
+  }
+  cfg.device.type = "meta";
+  config::ValidatedRun run;
+  try {
+    run = config::ValidateRun(std::move(cfg));
+  } catch (const config::ConfigError& error) {
+    e.status = EstimateStatus::kUnsupported;
+    e.message = error.what();
+    return done();
+  }
+  train::Trainer trainer(run.config, std::move(run.strategies));
+  e.run = trainer.Run();
+  FindPeak(e);
+  switch (e.run.status) {
+    case train::RunStatus::kOk:
+      e.status = e.budget_bytes > 0 ? EstimateStatus::kFits : EstimateStatus::kEstimated;
+      break;
+    case train::RunStatus::kOom:
+      e.status = EstimateStatus::kOom;
+      e.message = e.run.error;
+      break;
+    case train::RunStatus::kFailed:
+      e.status = LacksMetaKernel(e.run.error) ? EstimateStatus::kUnsupported : EstimateStatus::kFailed;
+      e.message = e.run.error;
+      break;
+  }
+  return done();
+}
+
+}  // namespace memsweep::estimate

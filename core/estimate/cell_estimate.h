@@ -1,0 +1,61 @@
+// CellEstimate: one cell's memory before a byte of it is allocated (`memsweep estimate`,
+// docs/estimate.md). The cell's own training loop — the trainer, every plugin's hooks, the
+// allocator slot's backend — runs on LibTorch's meta device (core/memory/meta_tracking.h): every
+// tensor has its size and no data, so the run's allocation stream, and with it the peak, its
+// breakdown, the largest allocation and the budget's verdict, are those of the real run, at the
+// cost of the operations' shape arithmetic only.
+//
+//   estimate::EstimateTarget target;
+//   target.device = "a10g";                       // or "24GiB", or "" for the cell's own
+//   estimate::CellEstimate e = estimate::EstimateCell(cell, target);
+//   if (e.status == estimate::EstimateStatus::kOom) std::cout << e.message;
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/experiment/cell.h"
+#include "core/train/run_result.h"
+
+namespace memsweep::estimate {
+
+enum class EstimateStatus : uint8_t {
+  kEstimated,    // the whole run estimated; no device size to check it against
+  kFits,         // within the device's memory
+  kOom,          // a request the device's memory cannot serve: `message` is the error a run prints
+  kUnsupported,  // a plugin or setting the estimate cannot run: `message` says which and why
+  kFailed,       // the estimate's run failed otherwise (`message`)
+};
+const char* EstimateStatusName(EstimateStatus status);  // "estimated", "fits", "oom", ...
+
+struct EstimateTarget {
+  // A GPU of the catalog ("a10g", docs/gpu-models.md) or a capacity ("24GiB"): replaces the
+  // cell's [device] emulate and memory_budget. "": the cell's own (none: no verdict).
+  std::string device;
+};
+
+struct CellEstimate {
+  int64_t cell_index = 0;
+  std::string label;  // the cell's matrix values ("" for a single-cell experiment)
+  EstimateStatus status = EstimateStatus::kEstimated;
+  std::string message;     // kOom: the out-of-memory message; kUnsupported/kFailed: why
+  std::string device;      // the GPU or capacity checked against ("" = none)
+  int64_t budget_bytes = 0;  // the device's usable memory (0 = none)
+  std::string peak_stage;  // where the peak allocated bytes fall
+  int64_t peak_step = -1;
+  train::RunResult run;    // the estimate's run: memory breakdown, timeline, steps, oom
+  double seconds = 0.0;    // how long the estimate took
+};
+
+// Checks `target.device` (throws config::ConfigError naming it and the GPUs known when it is
+// neither a catalog name nor a size).
+void CheckTarget(const EstimateTarget& target);
+
+// Reads the cell as the estimate will (its [device] replaced as in EstimateCell): throws
+// config::ConfigError for input a run would refuse too (the plan's validator).
+void CheckCell(const experiment::Cell& cell, const EstimateTarget& target);
+
+// The cell as a run on the meta device (any [device] type: the estimate needs no GPU).
+CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target);
+
+}  // namespace memsweep::estimate
