@@ -6,8 +6,8 @@ namespace {
 
 class CpuMeter final : public DeviceMeter {
  public:
-  explicit CpuMeter(TrackingAllocator& tracker) : tracker_(tracker) {}
-  c10::Device Device() const override { return c10::Device(c10::kCPU); }
+  CpuMeter(TrackingAllocator& tracker, c10::Device device) : tracker_(tracker), device_(device) {}
+  c10::Device Device() const override { return device_; }
   int64_t AllocatedBytes() const override { return tracker_.AllocatedBytes(); }
   int64_t ReservedBytes() const override { return tracker_.ReservedBytes(); }
   void EmptyCache() override { tracker_.EmptyCache(); }
@@ -30,12 +30,13 @@ class CpuMeter final : public DeviceMeter {
 
  private:
   TrackingAllocator& tracker_;
+  c10::Device device_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceMeter> MakeCpuMeter(TrackingAllocator& tracker) {
-  return std::make_unique<CpuMeter>(tracker);
+std::unique_ptr<DeviceMeter> MakeCpuMeter(TrackingAllocator& tracker, c10::Device device) {
+  return std::make_unique<CpuMeter>(tracker, device);
 }
 
 }  // namespace memsweep::memory

@@ -171,7 +171,7 @@ class CudaMeter final : public DeviceMeter {
 
 std::unique_ptr<DeviceMeter> MakeDeviceMeter(const c10::Device& device) {
   // The meta device's storages are the tracking allocator's too (meta_tracking.h).
-  if (device.is_cpu() || device.is_meta()) return MakeCpuMeter(TrackingAllocator::Instance());
+  if (device.is_cpu() || device.is_meta()) return MakeCpuMeter(TrackingAllocator::Instance(), device);
 #if MEMSWEEP_CUDA_BUILD
   if (device.is_cuda()) return std::make_unique<CudaMeter>(device.has_index() ? device.index() : 0);
 #endif

@@ -57,8 +57,10 @@ class DeviceMeter : public DeviceMemory {
   virtual void ClearLastOom() = 0;
 };
 
-// The CPU device's meter over the tracking allocator (which must be installed).
-std::unique_ptr<DeviceMeter> MakeCpuMeter(TrackingAllocator& tracker);
+// The CPU device's meter over the tracking allocator (which must be installed); with `device`
+// meta, the estimate's (the tracking allocator serves meta storages too: meta_tracking.h).
+std::unique_ptr<DeviceMeter> MakeCpuMeter(TrackingAllocator& tracker,
+                                          c10::Device device = c10::Device(c10::kCPU));
 // The meter of `device`: cpu → MakeCpuMeter(TrackingAllocator::Instance()); cuda:N → the CUDA
 // caching allocator's (throws std::runtime_error on a build without CUDA).
 std::unique_ptr<DeviceMeter> MakeDeviceMeter(const c10::Device& device);

@@ -35,7 +35,7 @@ at::Tensor Initialised(at::IntArrayRef sizes, Init init) {
 // A new parameter: initialised now, or (deferred) its shape and dtype over a storage of 0 bytes.
 at::Tensor NewParameter(at::IntArrayRef sizes, Init init, Construction construction) {
   if (construction == Construction::kNow) return Initialised(sizes, init);
-  at::Tensor shell = at::empty({0});
+  at::Tensor shell = at::empty({0}, at::TensorOptions().device(g_parameter_device));
   shell.unsafeGetTensorImpl()->set_sizes_contiguous(sizes);
   return shell;
 }

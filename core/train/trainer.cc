@@ -226,12 +226,12 @@ class RunLoop {
   // held twice.
   void BuildModel() {
     memory::AllocationLabel label("parameters");
-    torch::manual_seed(cfg_.experiment.seed);
-    state_.model = model::LlamaModel(cfg_.model.llama, model::Construction::kDeferred);
-    context_.model = state_.model.get();
     // On the meta device (an estimate) parameters are shapes: nothing is drawn or loaded, and
     // the weights' values change no byte.
     const model::ScopedParameterDevice parameter_device(device_.is_meta() ? c10::kMeta : c10::kCPU);
+    torch::manual_seed(cfg_.experiment.seed);
+    state_.model = model::LlamaModel(cfg_.model.llama, model::Construction::kDeferred);
+    context_.model = state_.model.get();
     std::optional<model::SafetensorsSet> weights;
     if (!cfg_.model.weights.empty() && !device_.is_meta()) {
       weights = model::OpenSafetensors(cfg_.model.weights);
