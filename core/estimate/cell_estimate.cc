@@ -41,10 +41,12 @@ void FindPeak(CellEstimate& e) {
   }
 }
 
-// An operation LibTorch has no meta kernel for names itself so: "Could not run 'aten::x' with
-// arguments from the 'Meta' backend".
+// An operation without a meta kernel names itself so: "Could not run 'aten::x' with arguments
+// from the 'Meta' backend", or "aten::x: attempted to run this operator with Meta tensors, but
+// there was no fake impl or Meta kernel registered".
 bool LacksMetaKernel(const std::string& error) {
-  return error.find("'Meta' backend") != std::string::npos;
+  return error.find("'Meta' backend") != std::string::npos ||
+         error.find("no fake impl or Meta kernel") != std::string::npos;
 }
 
 }  // namespace

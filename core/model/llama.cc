@@ -334,8 +334,9 @@ std::pair<at::Tensor, at::Tensor> RotaryTables(const at::Tensor& position_ids,
   if (s.kind == RopeScaling::Kind::kLlama3) inv_freq = Llama3Frequencies(inv_freq, s);
   if (s.kind == RopeScaling::Kind::kLongRope) {
     // The long factors once the positions go past the pretraining length, as Hugging Face does.
+    // (An estimate's positions have no values: the tables' sizes are the same either way.)
     const bool long_context =
-        position_ids.numel() > 0 &&
+        position_ids.numel() > 0 && !position_ids.is_meta() &&
         position_ids.max().item<int64_t>() + 1 > s.original_max_position_embeddings;
     const std::vector<double>& factors = long_context ? s.long_factor : s.short_factor;
     const at::Tensor ext = at::tensor(factors, position_ids.options().dtype(at::kDouble))
