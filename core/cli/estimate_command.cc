@@ -92,6 +92,7 @@ nlohmann::json Json(const CellEstimate& e) {
                       {"status", estimate::EstimateStatusName(e.status)},
                       {"message", e.message},
                       {"device", e.device},
+                      {"target", e.target},
                       {"budget_bytes", e.budget_bytes},
                       {"seconds", e.seconds}};
   if (!HasFigures(e)) return j;
@@ -121,7 +122,7 @@ nlohmann::json Json(const CellEstimate& e) {
 
 // RFC 4180 quoting where a field needs it.
 std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
@@ -129,7 +130,7 @@ std::string CsvField(const std::string& text) {
 
 std::string Csv(const std::vector<CellEstimate>& estimates) {
   const std::vector<std::string> columns = {
-      "cell", "label", "status", "device", "budget_bytes", "peak_allocated_bytes",
+      "cell", "label", "status", "device", "target", "budget_bytes", "peak_allocated_bytes",
       "peak_reserved_bytes", "params_bytes", "trainable_params_bytes", "frozen_params_bytes",
       "grads_bytes", "optimizer_bytes", "activations_bytes", "saved_activations_bytes",
       "peak_stage", "peak_step", "largest_allocation_bytes", "largest_allocation_what",
@@ -137,7 +138,7 @@ std::string Csv(const std::vector<CellEstimate>& estimates) {
       "seconds"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
-  out << "\n";
+  out << "\r\n";  // RFC 4180's line ends, as memsweep query writes them
   for (const CellEstimate& e : estimates) {
     const nlohmann::json j = Json(e);
     for (size_t i = 0; i < columns.size(); ++i) {
@@ -146,7 +147,7 @@ std::string Csv(const std::vector<CellEstimate>& estimates) {
       const nlohmann::json& v = j[columns[i]];
       out << (v.is_string() ? CsvField(v.get<std::string>()) : v.dump());
     }
-    out << "\n";
+    out << "\r\n";
   }
   return out.str();
 }

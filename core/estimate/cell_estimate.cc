@@ -7,6 +7,7 @@
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
 #include "core/env/gpu_catalog.h"
+#include "core/estimate/meta_attention.h"
 #include "core/memory/byte_size.h"
 #include "core/train/trainer.h"
 
@@ -15,10 +16,22 @@ namespace {
 
 // The cell's document with the estimate's device: the CPU's reading of [device] (the meta device
 // takes its place after loading, so a CUDA cell needs no GPU here), and the target's size.
+// A CUDA cell's allocator is LibTorch's caching allocator whichever plugin it names: an estimate
+// of one with allocator/default (LibTorch's defaults on CUDA) reserves through allocator/caching's
+// emulation of it with the same defaults.
 toml::table EstimateDocument(const experiment::Cell& cell, const EstimateTarget& target) {
   toml::table doc = cell.document;
   if (!doc.contains("device")) doc.insert("device", toml::table{});
   toml::table& device = *doc["device"].as_table();
+  if (device["type"].value_or(std::string()) == "cuda") {
+    if (!doc.contains("strategies")) doc.insert("strategies", toml::table{});
+    toml::table& strategies = *doc["strategies"].as_table();
+    if (!strategies.contains("allocator")) strategies.insert("allocator", toml::table{});
+    toml::table& allocator = *strategies["allocator"].as_table();
+    if (allocator["plugin"].value_or(std::string("default")) == "default") {
+      allocator.insert_or_assign("plugin", "caching");
+    }
+  }
   device.insert_or_assign("type", "cpu");
   device.erase("index");
   if (!target.device.empty()) {
@@ -77,15 +90,25 @@ void CheckCell(const experiment::Cell& cell, const EstimateTarget& target) {
 }
 
 CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target) {
-  const auto start = std::chrono::steady_clock::now();
-  CellEstimate e;
+  const auto type = cell.document["device"]["type"];
+  const bool cuda = type.value_or(std::string()) == "cuda";
+  CellEstimate e =
+      EstimateRun(config::RunConfigFromTable(EstimateDocument(cell, target), cell.source),
+                  cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
   e.cell_index = cell.index;
   e.label = cell.Label();
+  return e;
+}
+
+CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target) {
+  const auto start = std::chrono::steady_clock::now();
+  CellEstimate e;
+  e.target = target == c10::DeviceType::CUDA ? "cuda" : "cpu";
+  SetMetaTarget(target);
   const auto done = [&]() -> CellEstimate {
     e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return std::move(e);
   };
-  config::RunConfig cfg = config::RunConfigFromTable(EstimateDocument(cell, target), cell.source);
   if (cfg.device.emulate) {
     e.device = cfg.device.emulate->name == "custom"
                    ? memory::FormatBytes(cfg.device.emulate->total_bytes)
@@ -120,6 +143,12 @@ CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& ta
     case train::RunStatus::kOom:
       e.status = EstimateStatus::kOom;
       e.message = e.run.error;
+      if (e.run.oom) {  // where the request failed rather than the completed stages' peak
+        e.peak_stage = e.run.oom->stage;
+        const bool set_up = e.peak_stage == "environment" || e.peak_stage == "model" ||
+                            e.peak_stage == "data" || e.peak_stage == "optimizer";
+        e.peak_step = set_up ? -1 : static_cast<int64_t>(e.run.steps.size());
+      }
       break;
     case train::RunStatus::kFailed:
       e.status = LacksMetaKernel(e.run.error) ? EstimateStatus::kUnsupported : EstimateStatus::kFailed;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/config/run_config.h"
 #include "core/experiment/cell.h"
 #include "core/train/run_result.h"
 
@@ -40,6 +41,7 @@ struct CellEstimate {
   EstimateStatus status = EstimateStatus::kEstimated;
   std::string message;     // kOom: the out-of-memory message; kUnsupported/kFailed: why
   std::string device;      // the GPU or capacity checked against ("" = none)
+  std::string target = "cpu";  // the device the estimate stands for: the cell's [device] type
   int64_t budget_bytes = 0;  // the device's usable memory (0 = none)
   std::string peak_stage;  // where the peak allocated bytes fall
   int64_t peak_step = -1;
@@ -57,5 +59,10 @@ void CheckCell(const experiment::Cell& cell, const EstimateTarget& target);
 
 // The cell as a run on the meta device (any [device] type: the estimate needs no GPU).
 CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target);
+
+// A loaded configuration as a run on the meta device standing for `target` (the CPU or CUDA:
+// which attention kernel sdpa takes, meta_attention.h); its [device] type is ignored and its
+// budget, if any, is the device's size. What EstimateCell does after reading the cell.
+CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target = c10::DeviceType::CPU);
 
 }  // namespace memsweep::estimate

@@ -5,8 +5,12 @@
 // the estimate counts it; docs/estimate.md lists them and what the real kernels allocate besides.
 // Registered for the Meta dispatch key only: CPU and CUDA tensors never reach them.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <array>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 namespace memsweep::estimate {
@@ -52,7 +56,70 @@ at::Tensor& WhereOut(const at::Tensor& condition, const at::Tensor& self, const 
   return out;
 }
 
+// The CPU's flash attention (ATen/native/transformers/attention.cpp and cpu/FlashAttentionKernel.cpp):
+// the output in [B, L, H, E] memory viewed as [B, H, L, E], the log-sum-exp in the accumulation
+// dtype, and while the kernel runs one scratch buffer per thread (its blocks of scores and
+// running sums; in 16-bit a reduced-precision copy of the score block too).
+int64_t QSplit(int64_t q_len) { return q_len >= 768 ? 256 : (q_len >= 192 ? 64 : 32); }
+int64_t KvSplit(int64_t kv_len) { return kv_len >= 512 ? 512 : kv_len; }
+bool Reduced(const at::Tensor& t) { return t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble; }
+c10::ScalarType Accumulate(const at::Tensor& t) { return Reduced(t) ? at::kFloat : t.scalar_type(); }
+
+std::tuple<at::Tensor, at::Tensor> FlashCpu(const at::Tensor& q, const at::Tensor& k,
+                                            const at::Tensor& v, double, bool,
+                                            const std::optional<at::Tensor>&,
+                                            std::optional<double>) {
+  const int64_t b = q.size(0), h = q.size(1), l = q.size(2), e = q.size(3), ev = v.size(3);
+  const int64_t qs = QSplit(l), kvs = KvSplit(k.size(2)), threads = at::get_num_threads();
+  at::Tensor out = at::empty({b, l, h, ev}, q.options());
+  at::Tensor lse = at::empty({b, l, h}, q.options().dtype(Accumulate(q)));
+  {
+    const at::Tensor buf =
+        at::empty({threads, qs * kvs + qs + qs + qs * e}, q.options().dtype(Accumulate(q)));
+    const at::Tensor reduced = at::empty({threads, qs, Reduced(q) ? kvs : 0}, q.options());
+  }
+  return {out.transpose(1, 2), lse.transpose(1, 2)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashCpuBackward(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor&, const at::Tensor&, double, bool, const std::optional<at::Tensor>&,
+    std::optional<double>) {
+  const int64_t qs = QSplit(q.size(2)), kvs = KvSplit(k.size(2)), threads = at::get_num_threads();
+  at::Tensor gq = at::empty_like(q), gk = at::empty_like(k), gv = at::empty_like(v);
+  {
+    const at::Tensor buf = at::empty({threads, 2 * qs * kvs}, q.options().dtype(Accumulate(q)));
+    const at::Tensor reduced = at::empty({threads, Reduced(q) ? 2 * qs * kvs : 0}, q.options());
+  }
+  return {gq, gk, gv};
+}
+
+// CUDA's memory-efficient attention: the output in [B, L, H, E] memory, the log-sum-exp padded
+// to a multiple of 32 rows, the dropout seed and offset.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> Efficient(
+    const at::Tensor& q, const at::Tensor&, const at::Tensor& v, const std::optional<at::Tensor>&,
+    bool compute_log_sumexp, double, bool, std::optional<double>) {
+  const int64_t b = q.size(0), h = q.size(1), l = q.size(2), ev = v.size(3);
+  at::Tensor out = at::empty({b, l, h, ev}, q.options()).transpose(1, 2);
+  const int64_t rows = compute_log_sumexp ? (l + 31) / 32 * 32 : 0;
+  at::Tensor lse = at::empty({b, h, rows}, q.options().dtype(at::kFloat));
+  const at::TensorOptions seed = q.options().dtype(at::kLong);
+  return {out, lse, at::empty({}, seed), at::empty({}, seed)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> EfficientBackward(
+    const at::Tensor&, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& bias, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+    const at::Tensor&, double, std::array<bool, 4> mask, bool, std::optional<double>) {
+  return {at::empty_like(q), at::empty_like(k), at::empty_like(v),
+          mask[3] && bias.defined() ? at::empty_like(bias) : at::Tensor()};
+}
+
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashCpu));
+  m.impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashCpuBackward));
+  m.impl("_scaled_dot_product_efficient_attention", TORCH_FN(Efficient));
+  m.impl("_scaled_dot_product_efficient_attention_backward", TORCH_FN(EfficientBackward));
   m.impl("index_select", TORCH_FN(IndexSelect));
   m.impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackward));
   m.impl("where.self", TORCH_FN(Where));

@@ -25,6 +25,7 @@ const std::vector<std::vector<std::string>> kLayers = {
     {"launch"},      // starts the ranks of a multi-process run and gathers their results
     {"results"},
     {"report"},
+    {"estimate"},    // a cell's memory from its training loop on the meta device
     {"experiment"},
     {"train"},
     {"comm"},        // what talks between ranks: process groups, collectives

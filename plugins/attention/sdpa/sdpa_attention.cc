@@ -81,6 +81,22 @@ at::Tensor SdpaAttention::operator()(const at::Tensor& q, const at::Tensor& k,
       const int64_t choice = at::_fused_sdp_choice(q, k, v, optional_mask, 0.0, !packed,
                                                    std::nullopt, grouped);
       ++(*calls_)[FusedChoiceName(choice)];
+      // An estimate's meta tensors (docs/estimate.md): scaled_dot_product_attention would take
+      // the math kernel whatever the choice, so the chosen kernel is called as the public
+      // function calls it on the device the estimate stands for (a boolean mask made additive).
+      if (q.is_meta() && choice == 1) {  // flash: the CPU's kernel reads grouped heads as they are
+        const std::optional<at::Tensor> bias =
+            packed ? std::optional<at::Tensor>(AdditiveBias(mask, q)) : std::nullopt;
+        return std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, /*is_causal=*/!packed, bias));
+      }
+      if (q.is_meta() && choice == 2) {  // CUDA's memory-efficient kernel
+        const std::optional<at::Tensor> bias =
+            packed ? std::optional<at::Tensor>(AdditiveBias(mask, q)) : std::nullopt;
+        return std::get<0>(at::_scaled_dot_product_efficient_attention(
+            q, repeated(k), repeated(v), bias, /*compute_log_sumexp=*/q.requires_grad(), 0.0,
+            /*is_causal=*/!packed));
+      }
       return at::scaled_dot_product_attention(q, k, v, optional_mask, 0.0, /*is_causal=*/!packed,
                                               std::nullopt, /*enable_gqa=*/grouped);
     }

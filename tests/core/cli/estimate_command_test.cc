@@ -1,0 +1,86 @@
+// `memsweep estimate` as a user runs it: the quickstart's cells estimated equal `memsweep run`'s
+// measured peaks; bad input exits 2 naming it.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.h"
+#include "support/run_configs.h"
+
+namespace {
+
+using memsweep::testing_support::FreshTempDir;
+using memsweep::testing_support::Outcome;
+using memsweep::testing_support::RunMemsweep;
+using memsweep::testing_support::SourcePath;
+
+// The CSV's rows after its header, each split at commas (the quickstart's fields hold none).
+std::vector<std::vector<std::string>> Rows(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> fields;
+    std::istringstream parts(line);
+    std::string field;
+    while (std::getline(parts, field, ',')) fields.push_back(field);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+TEST(EstimateCommandTest, TheQuickstartsEstimateEqualsItsMeasuredRun) {
+  const std::string db = (FreshTempDir("estimate_cli") / "q.db").string();
+  const std::string file = SourcePath("experiments/quickstart.toml");
+  const Outcome run = RunMemsweep("run " + file + " --db " + db);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Outcome measured = RunMemsweep(
+      "query --db " + db + " --format csv \"SELECT cell_index, status, peak_allocated_bytes, "
+      "peak_reserved_bytes, largest_allocation_bytes FROM run_summary ORDER BY cell_index\"");
+  ASSERT_EQ(measured.exit_code, 0) << measured.output;
+  const Outcome estimated = RunMemsweep("estimate " + file + " --format csv");
+  ASSERT_EQ(estimated.exit_code, 0) << estimated.output;
+  const auto m = Rows(measured.output);
+  const auto e = Rows(estimated.output);
+  ASSERT_EQ(m.size(), 4u) << measured.output;
+  ASSERT_EQ(e.size(), 4u) << estimated.output;
+  for (size_t i = 0; i < m.size(); ++i) {
+    // estimate's columns: cell, label, status, device, target, budget_bytes,
+    // peak_allocated_bytes, peak_reserved_bytes, ... largest_allocation_bytes (18th)
+    ASSERT_GE(e[i].size(), 18u) << estimated.output;
+    const std::string verdict = m[i][1] == "ok" ? "fits" : m[i][1];
+    EXPECT_EQ(e[i][2], verdict) << "cell " << i;
+    const double measured_peak = std::stod(m[i][2]), estimated_peak = std::stod(e[i][6]);
+    EXPECT_LE(std::abs(estimated_peak - measured_peak) / measured_peak, 0.01)
+        << "cell " << i << ": " << m[i][2] << " measured, " << e[i][6] << " estimated";
+    EXPECT_EQ(e[i][17], m[i][4]) << "cell " << i << ": the largest allocation";
+  }
+}
+
+TEST(EstimateCommandTest, ATableWithTheVerdictAgainstANamedGpu) {
+  const Outcome out =
+      RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") + " --device a10g");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("peak alloc"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("fits"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("(a10g)"), std::string::npos) << out.output;
+}
+
+TEST(EstimateCommandTest, AnUnknownGpuOrABadSizeExitsTwoListingTheNames) {
+  for (const char* device : {"h300", "lots", "0GiB"}) {
+    const Outcome out = RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") +
+                                    " --device " + device);
+    EXPECT_EQ(out.exit_code, 2) << device << "\n" << out.output;
+    EXPECT_NE(out.output.find(std::string("--device '") + device + "'"), std::string::npos)
+        << out.output;
+    EXPECT_NE(out.output.find("a10g"), std::string::npos) << out.output;
+  }
+  const Outcome missing = RunMemsweep("estimate " + SourcePath("experiments/nope.toml"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+}
+
+}  // namespace
