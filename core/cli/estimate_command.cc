@@ -2,6 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -14,6 +19,7 @@
 #include "core/estimate/cell_estimate.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/memory/byte_size.h"
+#include "core/process/child_process.h"
 
 namespace memsweep::cli {
 namespace {
@@ -23,64 +29,61 @@ using estimate::EstimateStatus;
 
 std::string Bytes(int64_t bytes) { return memory::FormatBytes(bytes); }
 
+int64_t Int(const nlohmann::json& j, const char* key) { return j.value(key, int64_t{0}); }
+std::string Str(const nlohmann::json& j, const char* key) { return j.value(key, std::string()); }
+bool HasFigures(const nlohmann::json& j) { return j.contains("peak_allocated_bytes"); }
+
 // "forward, step 1" / "model".
-std::string PeakAt(const CellEstimate& e) {
-  if (e.peak_stage.empty()) return "-";
-  return e.peak_step >= 0 ? e.peak_stage + ", step " + std::to_string(e.peak_step) : e.peak_stage;
+std::string PeakAt(const nlohmann::json& j) {
+  const std::string stage = Str(j, "peak_stage");
+  if (stage.empty()) return "-";
+  const int64_t step = j.value("peak_step", int64_t{-1});
+  return step >= 0 ? stage + ", step " + std::to_string(step) : stage;
 }
 
 // The largest single allocation: "1002.00 MiB logits (forward)".
-std::string Largest(const CellEstimate& e) {
-  const train::MemoryBreakdown& m = e.run.memory;
-  if (m.largest_allocation_bytes <= 0) return "-";
-  std::string text = Bytes(m.largest_allocation_bytes);
-  if (!m.largest_allocation_what.empty()) text += " " + m.largest_allocation_what;
-  if (!m.largest_allocation_stage.empty()) text += " (" + m.largest_allocation_stage + ")";
+std::string Largest(const nlohmann::json& j) {
+  if (Int(j, "largest_allocation_bytes") <= 0) return "-";
+  std::string text = Bytes(Int(j, "largest_allocation_bytes"));
+  if (!Str(j, "largest_allocation_what").empty()) text += " " + Str(j, "largest_allocation_what");
+  if (!Str(j, "largest_allocation_stage").empty()) text += " (" + Str(j, "largest_allocation_stage") + ")";
   return text;
 }
 
 // fits: the headroom the peak reserved bytes leave; oom, unsupported, failed: the message.
-std::string Verdict(const CellEstimate& e) {
-  switch (e.status) {
-    case EstimateStatus::kFits:
-      return "headroom " + Bytes(e.budget_bytes - e.run.memory.peak_reserved_bytes) + " of " +
-             Bytes(e.budget_bytes) + " (" + e.device + ")";
-    case EstimateStatus::kEstimated:
-      return "no device size (give --device NAME|SIZE)";
-    default:
-      return e.message;
+std::string Verdict(const nlohmann::json& j) {
+  const std::string status = Str(j, "status");
+  if (status == "fits") {
+    return "headroom " + Bytes(Int(j, "headroom_bytes")) + " of " + Bytes(Int(j, "budget_bytes")) +
+           " (" + Str(j, "device") + ")";
   }
+  if (status == "estimated") return "no device size (give --device NAME|SIZE)";
+  return Str(j, "message");
 }
 
-bool HasFigures(const CellEstimate& e) {
-  return e.status == EstimateStatus::kEstimated || e.status == EstimateStatus::kFits ||
-         e.status == EstimateStatus::kOom;
-}
-
-std::string Table(const std::vector<CellEstimate>& estimates) {
+std::string Table(const std::vector<nlohmann::json>& rows) {
   std::ostringstream out;
   out << std::left << std::setw(5) << "cell" << "  " << std::setw(11) << "status" << "  "
       << std::setw(12) << "peak alloc" << "  " << std::setw(12) << "peak reserv" << "  "
       << std::setw(12) << "params" << "  " << std::setw(12) << "grads" << "  " << std::setw(12)
-      << "optimizer" << "  " << std::setw(12) << "activations" << "  " << std::setw(18)
+      << "optimizer" << "  " << std::setw(12) << "activations" << "  " << std::setw(20)
       << "peak at" << "  " << std::setw(34) << "largest allocation" << "  verdict\n";
-  for (const CellEstimate& e : estimates) {
-    const train::MemoryBreakdown& m = e.run.memory;
-    const bool figures = HasFigures(e);
-    const auto cell = [&](int64_t bytes) { return figures ? Bytes(bytes) : std::string("-"); };
-    out << std::left << std::setw(5) << e.cell_index << "  " << std::setw(11)
-        << estimate::EstimateStatusName(e.status) << "  " << std::setw(12)
-        << cell(m.peak_allocated_bytes) << "  " << std::setw(12) << cell(m.peak_reserved_bytes)
-        << "  " << std::setw(12) << cell(m.params_bytes) << "  " << std::setw(12)
-        << cell(m.grads_bytes) << "  " << std::setw(12) << cell(m.optimizer_bytes) << "  "
-        << std::setw(12) << cell(m.activations_bytes) << "  " << std::setw(18)
-        << (figures ? PeakAt(e) : "-") << "  " << std::setw(34) << (figures ? Largest(e) : "-")
-        << "  " << Verdict(e) << "\n";
+  for (const nlohmann::json& j : rows) {
+    const bool figures = HasFigures(j);
+    const auto cell = [&](const char* key) { return figures ? Bytes(Int(j, key)) : std::string("-"); };
+    out << std::left << std::setw(5) << Int(j, "cell") << "  " << std::setw(11) << Str(j, "status")
+        << "  " << std::setw(12) << cell("peak_allocated_bytes") << "  " << std::setw(12)
+        << cell("peak_reserved_bytes") << "  " << std::setw(12) << cell("params_bytes") << "  "
+        << std::setw(12) << cell("grads_bytes") << "  " << std::setw(12) << cell("optimizer_bytes")
+        << "  " << std::setw(12) << cell("activations_bytes") << "  " << std::setw(20)
+        << (figures ? PeakAt(j) : "-") << "  " << std::setw(34) << (figures ? Largest(j) : "-")
+        << "  " << Verdict(j) << "\n";
   }
   out << "\n";
-  for (const CellEstimate& e : estimates) {
-    out << "cell " << e.cell_index << ": " << (e.label.empty() ? "-" : e.label) << "  ("
-        << std::fixed << std::setprecision(2) << e.seconds << " s)\n";
+  for (const nlohmann::json& j : rows) {
+    const std::string label = Str(j, "label");
+    out << "cell " << Int(j, "cell") << ": " << (label.empty() ? "-" : label) << "  (" << Str(j, "target")
+        << ", " << std::fixed << std::setprecision(2) << j.value("seconds", 0.0) << " s)\n";
   }
   return out.str();
 }
@@ -95,7 +98,10 @@ nlohmann::json Json(const CellEstimate& e) {
                       {"target", e.target},
                       {"budget_bytes", e.budget_bytes},
                       {"seconds", e.seconds}};
-  if (!HasFigures(e)) return j;
+  if (e.status != EstimateStatus::kEstimated && e.status != EstimateStatus::kFits &&
+      e.status != EstimateStatus::kOom) {
+    return j;
+  }
   j["peak_allocated_bytes"] = m.peak_allocated_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
   j["params_bytes"] = m.params_bytes;
@@ -128,7 +134,7 @@ std::string CsvField(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string Csv(const std::vector<CellEstimate>& estimates) {
+std::string Csv(const std::vector<nlohmann::json>& rows) {
   const std::vector<std::string> columns = {
       "cell", "label", "status", "device", "target", "budget_bytes", "peak_allocated_bytes",
       "peak_reserved_bytes", "params_bytes", "trainable_params_bytes", "frozen_params_bytes",
@@ -139,8 +145,7 @@ std::string Csv(const std::vector<CellEstimate>& estimates) {
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << "\r\n";  // RFC 4180's line ends, as memsweep query writes them
-  for (const CellEstimate& e : estimates) {
-    const nlohmann::json j = Json(e);
+  for (const nlohmann::json& j : rows) {
     for (size_t i = 0; i < columns.size(); ++i) {
       out << (i ? "," : "");
       if (!j.contains(columns[i])) continue;
@@ -152,6 +157,48 @@ std::string Csv(const std::vector<CellEstimate>& estimates) {
   return out.str();
 }
 
+// The cell's estimate in a process of its own, as memsweep run isolates its cells: one cell's
+// state (a leaked tensor, an allocator's cache, a crash) never reaches the next. The child writes
+// its row as one line of JSON after a marker; without one the row says how the child ended.
+nlohmann::json EstimateIsolated(const experiment::Cell& cell, const estimate::EstimateTarget& target) {
+  static constexpr const char* kMarker = "memsweep-estimate-row ";
+  if (!process::ForkIsSafe()) return Json(estimate::EstimateCell(cell, target));
+  process::ChildOptions options;
+  options.stdout_mode = process::ChildOptions::Stdout::kPipe;
+  process::ChildProcess child(
+      [&cell, &target] {
+        const std::string line =
+            std::string("\n") + kMarker + Json(estimate::EstimateCell(cell, target)).dump() + "\n";
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fflush(stdout);
+        return 0;
+      },
+      options);
+  std::string output;
+  char buffer[65536];
+  for (ssize_t n; (n = read(child.stdout_fd(), buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    output.append(buffer, static_cast<size_t>(n));
+  }
+  std::optional<process::ExitStatus> status;
+  while (!(status = child.Poll())) usleep(1000);
+  const size_t at = output.rfind(kMarker);
+  if (at != std::string::npos) {
+    const size_t begin = at + std::strlen(kMarker);
+    const nlohmann::json row =
+        nlohmann::json::parse(output.substr(begin, output.find('\n', begin) - begin), nullptr, false);
+    if (!row.is_discarded()) return row;
+  }
+  return {{"cell", cell.index},
+          {"label", cell.Label()},
+          {"status", "failed"},
+          {"message", status->signaled
+                          ? "the estimate's process ended with signal " + std::to_string(status->signal)
+                          : "the estimate's process exited with code " + std::to_string(status->code) +
+                                " without a result"}};
+}
+
 ExitCode Estimate(const EstimateOptions& options) {
   config::RefuseFailedStartupPlugins();
   estimate::EstimateTarget target;
@@ -160,24 +207,22 @@ ExitCode Estimate(const EstimateOptions& options) {
   const experiment::ExperimentPlan plan = experiment::LoadExperimentPlan(
       options.file, options.overrides,
       [&target](const experiment::Cell& cell) { estimate::CheckCell(cell, target); });
-  std::vector<CellEstimate> estimates;
+  std::vector<nlohmann::json> rows;
   bool failed = false;
   for (const experiment::Cell& cell : plan.cells) {
-    estimates.push_back(estimate::EstimateCell(cell, target));
-    failed = failed || estimates.back().status == EstimateStatus::kFailed;
+    rows.push_back(EstimateIsolated(cell, target));
+    failed = failed || rows.back().value("status", std::string()) == "failed";
   }
   if (options.format == "json") {
-    nlohmann::json all = nlohmann::json::array();
-    for (const CellEstimate& e : estimates) all.push_back(Json(e));
-    std::cout << nlohmann::json{{"experiment", plan.name}, {"source", plan.source}, {"cells", all}}
+    std::cout << nlohmann::json{{"experiment", plan.name}, {"source", plan.source}, {"cells", rows}}
                      .dump(2)
               << "\n";
   } else if (options.format == "csv") {
-    std::cout << Csv(estimates);
+    std::cout << Csv(rows);
   } else {
     std::cout << "experiment  " << plan.name << "\nsource      " << plan.source
               << "\nestimated on the meta device (docs/estimate.md)\n\n"
-              << Table(estimates);
+              << Table(rows);
   }
   return failed ? ExitCode::kRunFailed : ExitCode::kOk;
 }
