@@ -1,6 +1,8 @@
 // memsweep/checkpoint.h: the checkpointing helpers of the SDK.
 #include "memsweep/checkpoint.h"
 
+#include "memsweep/autocast.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Generator.h>
@@ -26,6 +28,8 @@ ForwardState ForwardState::Capture() {
   state.autocast_dtype = at::autocast::get_autocast_dtype(at::kCPU);
   state.cuda_autocast_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
   state.cuda_autocast_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+  state.meta_autocast_enabled = AutocastEnabled(c10::DeviceType::Meta);
+  state.meta_autocast_dtype = AutocastDtype(c10::DeviceType::Meta);
   return state;
 }
 
@@ -39,10 +43,12 @@ void ForwardState::Apply() const {
   at::autocast::set_autocast_dtype(at::kCPU, autocast_dtype);
   at::autocast::set_autocast_enabled(at::kCUDA, cuda_autocast_enabled);
   at::autocast::set_autocast_dtype(at::kCUDA, cuda_autocast_dtype);
+  SetAutocast(c10::DeviceType::Meta, meta_autocast_enabled, meta_autocast_dtype);
 }
 
 RecomputeGuard::RecomputeGuard(const ForwardState& forward)
-    : saved_(ForwardState::Capture()), forward_autocast_(forward.autocast_enabled) {
+    : saved_(ForwardState::Capture()),
+      forward_autocast_(forward.autocast_enabled || forward.meta_autocast_enabled) {
   forward.Apply();
 }
 
@@ -51,7 +57,7 @@ RecomputeGuard::~RecomputeGuard() {
   // weights. Left there, the next forward would reuse them after the optimizer step has changed
   // the weights (found by loss-equivalence verification: bf16 + full checkpointing drifted from
   // bf16 alone from step 1 on).
-  if (forward_autocast_) at::autocast::clear_cache();
+  if (forward_autocast_) ClearAutocastCache();
   saved_.Apply();
 }
 

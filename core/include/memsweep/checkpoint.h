@@ -21,7 +21,7 @@
 
 namespace memsweep::checkpoint {
 
-// A snapshot of the CPU generator and the autocast settings of both devices (the model draws no
+// A snapshot of the CPU generator and the autocast settings of every device (the model draws no
 // random numbers on CUDA): what a recompute must see to compute what the forward computed.
 struct ForwardState {
   at::Tensor generator_state;  // at::Generator::get_state(): a uint8 CPU tensor
@@ -29,6 +29,8 @@ struct ForwardState {
   at::ScalarType autocast_dtype = at::kBFloat16;
   bool cuda_autocast_enabled = false;
   at::ScalarType cuda_autocast_dtype = at::kHalf;
+  bool meta_autocast_enabled = false;  // the estimate's meta device (memsweep/autocast.h)
+  at::ScalarType meta_autocast_dtype = at::kBFloat16;
 
   static ForwardState Capture();
   void Apply() const;

@@ -37,7 +37,9 @@ extern "C" {
  *    MEMSWEEP_PARAM_STRINGS. */
 /* 6: the loss slot (Slot::kLoss, LossStrategy, memsweep/loss.h): Slot's callbacks moved. */
 /* 7: the kernels slot (Slot::kKernels, KernelsStrategy, memsweep/kernels.h): later slots moved. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 7u
+/* 8: memsweep/autocast.h (autocast on every device, the estimate's meta device included) and
+ *    checkpoint::ForwardState's meta autocast members. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 8u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {

@@ -1,12 +1,12 @@
 #include "lora_linear.h"
 
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
+#include "memsweep/autocast.h"
 
 namespace memsweep::plugins::adapter {
 
 at::Tensor FrozenLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  const bool autocast = !x.is_meta() && at::autocast::is_autocast_enabled(x.device().type());
+  const bool autocast = memsweep::AutocastEnabled(x.device().type());
   if (autocast || x.scalar_type() == weight.scalar_type()) return at::linear(x, weight, bias);
   return at::linear(x.to(weight.scalar_type()), weight, bias).to(x.scalar_type());
 }
@@ -16,7 +16,7 @@ model::LinearFn LoraForward(LoraFactors f, model::LinearFn frozen) {
                                                        const at::Tensor& bias) {
     const at::Tensor base = frozen(x, weight, bias);
     at::Tensor input = f.dropout > 0.0 ? at::dropout(x, f.dropout, /*train=*/true) : x;
-    const bool autocast = !x.is_meta() && at::autocast::is_autocast_enabled(x.device().type());
+    const bool autocast = memsweep::AutocastEnabled(x.device().type());
     if (!autocast && input.scalar_type() != f.a.scalar_type()) {
       input = input.to(f.a.scalar_type());
     }

@@ -1,10 +1,10 @@
 // precision/bf16-autocast: fp32 parameters, gradients and optimizer state; the forward pass
-// runs under LibTorch's autocast for the run's device (CPU or CUDA), so matmuls (and what
-// autocast lists) compute in bfloat16 and the activations they save for backward are bf16.
-#include <ATen/autocast_mode.h>
-
+// runs under autocast for the run's device (CPU, CUDA, or an estimate's meta device:
+// memsweep/autocast.h), so matmuls (and what autocast lists) compute in bfloat16 and the
+// activations they save for backward are bf16.
 #include <string>
 
+#include "memsweep/autocast.h"
 #include "memsweep/plugin.h"
 
 namespace {
@@ -18,20 +18,10 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   // Not math-preserving: bf16 GEMMs round what fp32 computes exactly.
   bool MathPreserving() const override { return false; }
 
-  // LibTorch's autocast dispatches on CPU and CUDA tensors only: on the estimate's meta device
-  // its casts would not happen and every activation would be counted in fp32.
-  std::string DeviceRefusal(c10::DeviceType device) const override {
-    if (device != c10::kMeta) return "";
-    return "autocast does not dispatch on the meta device, so an estimate would count its bf16 "
-           "activations as fp32; estimate with plugin = \"bf16\" (bf16 weights and activations) "
-           "or \"fp32\" for a bound, or measure the cell with memsweep run";
-  }
-
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext& ctx) override {
     if (stage != memsweep::Stage::kForward) return;
     device_ = ctx.device.type();
-    at::autocast::set_autocast_dtype(device_, at::kBFloat16);
-    at::autocast::set_autocast_enabled(device_, true);
+    memsweep::SetAutocast(device_, true, at::kBFloat16);
     enabled_ = true;
   }
 
@@ -44,8 +34,8 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
   // state and must not outlive the run.
   void Disable() {
     if (!enabled_) return;
-    at::autocast::set_autocast_enabled(device_, false);
-    at::autocast::clear_cache();
+    memsweep::SetAutocast(device_, false, at::kBFloat16);
+    memsweep::ClearAutocastCache();
     enabled_ = false;
   }
   bool enabled_ = false;
