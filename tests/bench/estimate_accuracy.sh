@@ -41,7 +41,7 @@ awk -F'\t' '
       printf "%-24s %4s %-8s %-11s\n", ex, cell, ms, es; next
     }
     ea_err = (ea - ma) / ma; er_err = (er - mr) / mr
-    printf "%-24s %4s %-8s %-11s %16d %16d %+8.3f%% %16d %16d %+8.3f%%\n", ex, cell, ms, es, ma,
+    printf "%-24s %4s %-8s %-11s %16.0f %16.0f %+8.3f%% %16.0f %16.0f %+8.3f%%\n", ex, cell, ms, es, ma,
            ea, 100 * ea_err, mr, er, 100 * er_err
     n++; a[n] = abs(ea_err); r[n] = abs(er_err)
   }
