@@ -16,6 +16,7 @@
 
 #include "core/env/environment.h"
 #include "core/env/onednn_matmul.h"
+#include "core/env/silent_warnings.h"
 
 namespace memsweep::env {
 namespace {
@@ -126,13 +127,6 @@ at::Tensor& BaddbmmOut(const at::Tensor& self, const at::Tensor& batch1, const a
   return at::cpu::baddbmm_out(out, self, batch1, batch2, beta, alpha);
 }
 
-// Registering over LibTorch's CPU kernels makes the dispatcher warn once per operator; the
-// override is the point here, so those warnings are not shown.
-class SilentWarnings final : public c10::WarningHandler {
- public:
-  void process(const c10::Warning&) override {}
-};
-
 std::mutex g_mutex;
 std::unique_ptr<torch::Library> g_library;  // alive while memsweep's kernels are registered
 
@@ -145,8 +139,7 @@ void SyncRegistration() {
     return;
   }
   if (g_library) return;
-  SilentWarnings silent;
-  c10::WarningUtils::WarningHandlerGuard guard(&silent);
+  const SilentWarnings quiet;  // registering over LibTorch's CPU kernels: the override is the point
   auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                   c10::DispatchKey::CPU, __FILE__, __LINE__);
   library->impl("mm", TORCH_FN(Mm));

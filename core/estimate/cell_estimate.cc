@@ -10,6 +10,7 @@
 #include "core/estimate/meta_attention.h"
 #include "core/memory/byte_size.h"
 #include "core/train/trainer.h"
+#include "memsweep/stage.h"
 
 namespace memsweep::estimate {
 namespace {
@@ -145,8 +146,10 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target) {
       e.message = e.run.error;
       if (e.run.oom) {  // where the request failed rather than the completed stages' peak
         e.peak_stage = e.run.oom->stage;
-        const bool set_up = e.peak_stage == "environment" || e.peak_stage == "model" ||
-                            e.peak_stage == "data" || e.peak_stage == "optimizer";
+        bool set_up = false;
+        for (Stage s : {Stage::kEnvironment, Stage::kModel, Stage::kData, Stage::kOptimizer}) {
+          set_up = set_up || e.peak_stage == StageName(s);
+        }
         e.peak_step = set_up ? -1 : static_cast<int64_t>(e.run.steps.size());
       }
       break;

@@ -1,5 +1,7 @@
 #include "core/estimate/meta_attention.h"
 
+#include "core/env/silent_warnings.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -34,11 +36,7 @@ int64_t FusedSdpChoice(const at::Tensor& query, const at::Tensor& /*key*/,
 void InstallChoice() {
   static std::once_flag once;
   std::call_once(once, [] {
-    struct Silent : c10::WarningHandler {
-      void process(const c10::Warning&) override {}
-    };
-    static Silent silent;
-    c10::WarningUtils::WarningHandlerGuard guard(&silent);
+    const env::SilentWarnings quiet;
     static auto* library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta,
                                               __FILE__, __LINE__);
     library->impl("_fused_sdp_choice", TORCH_FN(FusedSdpChoice));

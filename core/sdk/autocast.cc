@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/env/silent_warnings.h"
+
 namespace memsweep {
 namespace {
 
@@ -73,11 +75,7 @@ void LowerPrecision(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
 void InstallKernels() {
   static std::once_flag once;
   std::call_once(once, [] {
-    struct Silent : c10::WarningHandler {
-      void process(const c10::Warning&) override {}
-    };
-    static Silent silent;
-    c10::WarningUtils::WarningHandlerGuard quiet(&silent);
+    const env::SilentWarnings quiet;
     // Every other operation passes the key by (LibTorch registers no fallback for it).
     static auto* fallback = new torch::Library(torch::Library::IMPL, "_", kMetaAutocastKey,
                                                __FILE__, __LINE__);
