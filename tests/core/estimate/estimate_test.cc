@@ -120,7 +120,10 @@ TEST(EstimateTest, RunsOutOfTheBudgetWhereTheMeasuredRunDoes) {
   config::RunConfig cfg = TinyRun(2, {"strategies.batching.micro_batch_size=8"});
   const train::RunResult unlimited = Train(cfg);
   ASSERT_EQ(unlimited.status, RunStatus::kOk) << unlimited.error;
-  cfg.device.memory_budget_bytes = unlimited.memory.peak_allocated_bytes * 3 / 4;
+  // The budget caps the device's bytes, those held before the run (earlier tests') included;
+  // the peaks are the run's own, above that baseline.
+  const int64_t baseline = unlimited.memory.baseline_bytes;
+  cfg.device.memory_budget_bytes = baseline + unlimited.memory.peak_allocated_bytes * 3 / 4;
   const train::RunResult measured = Train(cfg);
   ASSERT_EQ(measured.status, RunStatus::kOom) << measured.error;
   ASSERT_TRUE(measured.oom.has_value());
@@ -132,7 +135,7 @@ TEST(EstimateTest, RunsOutOfTheBudgetWhereTheMeasuredRunDoes) {
   EXPECT_EQ(e.peak_stage, measured.oom->stage);
   EXPECT_NE(e.message.find("out of memory"), std::string::npos) << e.message;
   // With the budget at the measured peak, it fits.
-  cfg.device.memory_budget_bytes = unlimited.memory.peak_allocated_bytes;
+  cfg.device.memory_budget_bytes = baseline + unlimited.memory.peak_allocated_bytes;
   EXPECT_EQ(estimate::EstimateRun(cfg).status, EstimateStatus::kFits);
 }
 
