@@ -16,6 +16,7 @@
 #include "core/cli/command.h"
 #include "core/config/config_error.h"
 #include "core/config/strategy_resolver.h"
+#include "core/estimate/blas_workspaces.h"
 #include "core/estimate/cell_estimate.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/memory/byte_size.h"
@@ -116,6 +117,10 @@ nlohmann::json Json(const CellEstimate& e) {
   j["largest_allocation_bytes"] = m.largest_allocation_bytes;
   j["largest_allocation_what"] = m.largest_allocation_what;
   j["largest_allocation_stage"] = m.largest_allocation_stage;
+  if (e.target == "cuda") {
+    j["blas_workspaces"] = e.blas_workspaces;
+    j["blas_workspace_bytes"] = e.blas_workspace_bytes;
+  }
   if (e.status == EstimateStatus::kFits) {
     j["headroom_bytes"] = e.budget_bytes - m.peak_reserved_bytes;
   }
@@ -140,7 +145,7 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       "peak_reserved_bytes", "params_bytes", "trainable_params_bytes", "frozen_params_bytes",
       "grads_bytes", "optimizer_bytes", "activations_bytes", "saved_activations_bytes",
       "peak_stage", "peak_step", "largest_allocation_bytes", "largest_allocation_what",
-      "largest_allocation_stage", "headroom_bytes", "oom_requested_bytes", "oom_stage", "message",
+      "largest_allocation_stage", "blas_workspaces", "blas_workspace_bytes", "headroom_bytes", "oom_requested_bytes", "oom_stage", "message",
       "seconds"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
@@ -204,6 +209,14 @@ ExitCode Estimate(const EstimateOptions& options) {
   estimate::EstimateTarget target;
   target.device = options.device;
   estimate::CheckTarget(target);
+  if (!options.arch.empty()) {
+    const std::optional<int> cc = estimate::ParseComputeCapability(options.arch);
+    if (!cc) {
+      throw config::ConfigError("--arch '" + options.arch +
+                                "' is not a CUDA compute capability: give it as sm_86, 8.6 or 86");
+    }
+    target.compute_capability = *cc;
+  }
   const experiment::ExperimentPlan plan = experiment::LoadExperimentPlan(
       options.file, options.overrides,
       [&target](const experiment::Cell& cell) { estimate::CheckCell(cell, target); });
@@ -237,6 +250,9 @@ void AddEstimateCommand(CLI::App& app, EstimateOptions& options, ExitCode& exit_
   command->add_option("--device", options.device,
                       "A GPU of the catalog (a10g, ...: docs/gpu-models.md) or a capacity "
                       "(\"24GiB\") to check every cell against");
+  command->add_option("--arch", options.arch,
+                      "Compute capability of the GPU that will run the cells (sm_90, 9.0): "
+                      "sets the cuBLAS workspaces; default: the named card's");
   command->add_option("--format", options.format, "table (default), csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
   AddCommand(command, exit_code, [&options] { return Estimate(options); });

@@ -5,6 +5,7 @@
 //
 //   memsweep estimate experiments/gpu-seed-qwen-lora.toml --device a10g
 //   memsweep estimate experiments/quickstart.toml --device 24GiB --format csv
+//   memsweep estimate experiments/gpu-quickstart.toml --arch sm_90   # run on an H100 / H200
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@ struct EstimateOptions {
   std::vector<std::string> overrides;  // --set section.key=value
   std::string device;                  // --device NAME|SIZE ("" = each cell's own)
   std::string format = "table";        // table | csv | json
+  std::string arch;                    // --arch sm_90|9.0|90: the GPU that runs the cells
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

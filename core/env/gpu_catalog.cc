@@ -24,7 +24,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(6144),
        .smi_source = "nvidia-smi '6144MiB' on an RTX 3060 Laptop (6G), "
                      "github.com/kwonathan/language-models-trajectory-generators/issues/3",
-       .nominal_gib = 6},
+       .nominal_gib = 6,
+       .compute_capability = 86},
       {.name = "rtx2080",
        .product = "NVIDIA GeForce RTX 2080",
        .total_bytes = MiB(7987),   // 7.80 GiB
@@ -36,7 +37,8 @@ std::vector<GpuModel> Build() {
        .smi_source = "stand-in: nvidia-smi 'FB Memory Usage Total 8192 MiB' on an RTX 2080 SUPER "
                      "(same TU104, 8 GB; drivers 595.71.05 and 610.57.04, Linux), "
                      "github.com/utkuozdemir/nvidia_gpu_exporter internal/captures",
-       .nominal_gib = 8},
+       .nominal_gib = 8,
+       .compute_capability = 75},
       {.name = "rtx3070",
        .product = "NVIDIA GeForce RTX 3070",
        .total_bytes = MiB(7967),   // 7.78 GiB
@@ -46,7 +48,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(8192),
        .smi_source = "nvidia-smi '8192MiB' on an RTX 3070 (driver 570.195.03), "
                      "github.com/ace-step/ACE-Step/issues/344",
-       .nominal_gib = 8},
+       .nominal_gib = 8,
+       .compute_capability = 86},
       {.name = "rtx4060",
        .product = "NVIDIA GeForce RTX 4060",
        .total_bytes = MiB(7813),   // 7.63 GiB
@@ -58,7 +61,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(8188),
        .smi_source = "nvidia-smi '8188MiB' on a desktop MSI RTX 4060 8 GB (driver 591.86), "
                      "github.com/HawaiiBeach/TinyNvidiaUpdateChecker/issues/263",
-       .nominal_gib = 8},
+       .nominal_gib = 8,
+       .compute_capability = 89},
       {.name = "rtx3080-10gb",
        .product = "NVIDIA GeForce RTX 3080",
        .total_bytes = MiB(10015),  // 9.78 GiB
@@ -69,7 +73,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(10240),
        .smi_source = "estimate: the full 10 GiB, as nvidia-smi shows the full DRAM on the other "
                      "GeForce Ampere cards here (rtx3070 8192MiB, rtx3060-12gb 12288MiB)",
-       .nominal_gib = 10},
+       .nominal_gib = 10,
+       .compute_capability = 86},
       {.name = "rtx3060-12gb",
        .product = "NVIDIA GeForce RTX 3060",
        .total_bytes = MiB(12032),  // 11.75 GiB
@@ -80,7 +85,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(12288),
        .smi_source = "nvidia-smi '12288MiB' on an RTX 3060 12 GB (driver 580.95.05), "
                      "github.com/geerlingguy/raspberry-pi-pcie-devices/issues/790",
-       .nominal_gib = 12},
+       .nominal_gib = 12,
+       .compute_capability = 86},
       {.name = "rtx4070",
        .product = "NVIDIA GeForce RTX 4070",
        .total_bytes = MiB(11981),  // 11.70 GiB
@@ -92,7 +98,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(12282),
        .smi_source = "nvidia-smi '12282MiB' on an RTX 4070 (driver 550.40.07), "
                      "github.com/Frogging-Family/nvidia-all/pull/212",
-       .nominal_gib = 12},
+       .nominal_gib = 12,
+       .compute_capability = 89},
       {.name = "rtx-a4000",
        .product = "NVIDIA RTX A4000",
        .total_bytes = MiB(15985),  // 15.61 GiB
@@ -102,7 +109,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(16376),
        .smi_source = "nvidia-smi '16376MiB' on an RTX A4000 (driver 580.95.05), "
                      "github.com/geerlingguy/raspberry-pi-pcie-devices/issues/791",
-       .nominal_gib = 16},
+       .nominal_gib = 16,
+       .compute_capability = 86},
       {.name = "rtx4060ti-16gb",
        .product = "NVIDIA GeForce RTX 4060 Ti",
        .total_bytes = MiB(15923),  // 15.55 GiB
@@ -113,7 +121,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(16376),
        .smi_source = "estimate: '16376 MiB' as on the other 16 GB cards here (RTX 4080 SUPER, "
                      "RTX A4000)",
-       .nominal_gib = 16},
+       .nominal_gib = 16,
+       .compute_capability = 89},
       {.name = "rtx4080",
        .product = "NVIDIA GeForce RTX 4080",
        .total_bytes = MiB(15942),  // FB total 16376 MiB - reserved 434 MiB
@@ -127,7 +136,8 @@ std::vector<GpuModel> Build() {
        .smi_source = "stand-in: nvidia-smi 'FB Memory Usage Total 16376 MiB' on an RTX 4080 SUPER "
                      "(same AD103 and 16 GB), github.com/utkuozdemir/nvidia_gpu_exporter "
                      "internal/captures",
-       .nominal_gib = 16},
+       .nominal_gib = 16,
+       .compute_capability = 89},
       {.name = "t4",
        .product = "Tesla T4",
        .total_bytes = MiB(15095),
@@ -139,7 +149,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(15360),
        .smi_source = "nvidia-smi '15360MiB', same seminar.ipynb; also "
                      "github.com/modal-labs/modal-client/pull/2797",
-       .nominal_gib = 16},
+       .nominal_gib = 16,
+       .compute_capability = 75},
       {.name = "a10g",
        .product = "NVIDIA A10G",
        .total_bytes = MiB(22587),
@@ -151,7 +162,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(23028),
        .smi_source = "nvidia-smi '23028MiB' on A10G (driver 535.247.01), "
                      "github.com/NVIDIA/DCGM/issues/232",
-       .nominal_gib = 24},
+       .nominal_gib = 24,
+       .compute_capability = 86},
       {.name = "l4",
        .product = "NVIDIA L4",
        .total_bytes = MiB(22559),  // 22.03 GiB
@@ -160,7 +172,8 @@ std::vector<GpuModel> Build() {
                  "1.89 GiB, github.com/ArcInstitute/evo2/issues/190",
        .smi_total_bytes = MiB(23034),
        .smi_source = "nvidia-smi '23034MiB', github.com/modal-labs/modal-client/pull/2797",
-       .nominal_gib = 24},
+       .nominal_gib = 24,
+       .compute_capability = 89},
       {.name = "rtx4090",
        .product = "NVIDIA GeForce RTX 4090",
        .total_bytes = MiB(24207),  // 23.64 GiB
@@ -169,7 +182,8 @@ std::vector<GpuModel> Build() {
                  "- 213.20 MiB, github.com/3DTopia/Phidias-Diffusion/issues/8",
        .smi_total_bytes = MiB(24564),
        .smi_source = "nvidia-smi '24564MiB' (driver 550.163.01), github.com/RLinf/RLinf/issues/255",
-       .nominal_gib = 24},
+       .nominal_gib = 24,
+       .compute_capability = 89},
       {.name = "a100-40gb",
        .product = "NVIDIA A100 40GB",
        .total_bytes = MiB(40448),  // 39.50 GiB
@@ -178,7 +192,8 @@ std::vector<GpuModel> Build() {
                  "912.01 MiB, github.com/TianheWu/CoSeR/issues/10",
        .smi_total_bytes = MiB(40960),
        .smi_source = "nvidia-smi '40960MiB', github.com/modal-labs/modal-client/pull/2797",
-       .nominal_gib = 40},
+       .nominal_gib = 40,
+       .compute_capability = 80},
       {.name = "l40s",
        .product = "NVIDIA L40S",
        .total_bytes = MiB(45588),  // 44.52 GiB
@@ -187,7 +202,8 @@ std::vector<GpuModel> Build() {
                  "79.61 MiB, github.com/huggingface/sentence-transformers/issues/3214",
        .smi_total_bytes = MiB(46068),
        .smi_source = "nvidia-smi '46068MiB', github.com/modal-labs/modal-client/pull/2797",
-       .nominal_gib = 48},
+       .nominal_gib = 48,
+       .compute_capability = 89},
       {.name = "a100-80gb",
        .product = "NVIDIA A100 80GB",
        .total_bytes = MiB(81039),  // 79.14 GiB
@@ -196,7 +212,8 @@ std::vector<GpuModel> Build() {
                  "- 500.38 MiB, github.com/lianqi1008/Control-GIC/issues/6",
        .smi_total_bytes = MiB(81920),
        .smi_source = "nvidia-smi '81920MiB', github.com/modal-labs/modal-client/pull/2797",
-       .nominal_gib = 80},
+       .nominal_gib = 80,
+       .compute_capability = 80},
       {.name = "h100-80gb",
        .product = "NVIDIA H100 80GB",
        .total_bytes = MiB(81009),  // 79.11 GiB
@@ -206,7 +223,8 @@ std::vector<GpuModel> Build() {
                  "132-SM GH100) OOM, github.com/sungwon-chae/arxiv_confi etu_logging.md",
        .smi_total_bytes = MiB(81559),
        .smi_source = "nvidia-smi '81559MiB', github.com/modal-labs/modal-client/pull/2797",
-       .nominal_gib = 80},
+       .nominal_gib = 80,
+       .compute_capability = 90},
       {.name = "h200",
        .product = "NVIDIA H200",
        .total_bytes = 150109880320,  // 139.80 GiB: cudaMemGetInfo's total, in bytes
@@ -218,7 +236,8 @@ std::vector<GpuModel> Build() {
        .smi_total_bytes = MiB(143771),
        .smi_source = "nvidia-smi '143771MiB' on the same H200, "
                      "docs/gpu-runs/h200-2026-11-26/nvidia-smi.txt",
-       .nominal_gib = 141},
+       .nominal_gib = 141,
+       .compute_capability = 90},
   };
 }
 

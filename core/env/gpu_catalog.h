@@ -54,6 +54,8 @@ struct GpuModel {
                             // show about 15/16 of their DRAM here)
   std::string smi_source;   // where smi_total_bytes comes from
   int nominal_gib;          // capacity the card is sold with ("24 GB" = 24 GiB of DRAM)
+  int compute_capability;   // CUDA compute capability x 10 (86 = sm_86): the cuBLAS workspace
+                            // LibTorch takes per thread depends on it (estimate/blas_workspaces.h)
 
   int64_t UsableBytes() const { return total_bytes - context_bytes; }
 };

@@ -1,12 +1,14 @@
 #include "core/estimate/cell_estimate.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
 #include "core/env/gpu_catalog.h"
+#include "core/estimate/blas_workspaces.h"
 #include "core/estimate/meta_attention.h"
 #include "core/memory/byte_size.h"
 #include "core/train/trainer.h"
@@ -95,13 +97,13 @@ CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& ta
   const bool cuda = type.value_or(std::string()) == "cuda";
   CellEstimate e =
       EstimateRun(config::RunConfigFromTable(EstimateDocument(cell, target), cell.source),
-                  cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
+                  cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU, target.compute_capability);
   e.cell_index = cell.index;
   e.label = cell.Label();
   return e;
 }
 
-CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target) {
+CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int compute_capability) {
   const auto start = std::chrono::steady_clock::now();
   CellEstimate e;
   e.target = target == c10::DeviceType::CUDA ? "cuda" : "cpu";
@@ -111,6 +113,8 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target) {
     return std::move(e);
   };
   if (cfg.device.emulate) {
+    const env::GpuModel* gpu = env::FindGpu(cfg.device.emulate->name);
+    if (compute_capability == 0 && gpu != nullptr) compute_capability = gpu->compute_capability;
     e.device = cfg.device.emulate->name == "custom"
                    ? memory::FormatBytes(cfg.device.emulate->total_bytes)
                    : cfg.device.emulate->name;
@@ -135,7 +139,13 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target) {
     return done();
   }
   train::Trainer trainer(run.config, std::move(run.strategies));
+  std::optional<ScopedBlasWorkspaces> workspaces;
+  if (target == c10::DeviceType::CUDA) {
+    e.blas_workspace_bytes = CublasWorkspaceBytes(compute_capability);
+    workspaces.emplace(e.blas_workspace_bytes);
+  }
   e.run = trainer.Run();
+  if (workspaces) e.blas_workspaces = workspaces->Taken();
   FindPeak(e);
   switch (e.run.status) {
     case train::RunStatus::kOk:

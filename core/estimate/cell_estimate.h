@@ -33,6 +33,11 @@ struct EstimateTarget {
   // A GPU of the catalog ("a10g", docs/gpu-models.md) or a capacity ("24GiB"): replaces the
   // cell's [device] emulate and memory_budget. "": the cell's own (none: no verdict).
   std::string device;
+  // For a CUDA cell, the compute capability (x 10) of the GPU that runs it: it sets the cuBLAS
+  // workspaces' size (blas_workspaces.h). 0: the card `device` (or the cell's emulate) names,
+  // else a card other than sm_90. `memsweep run` passes its own GPU's (an H200 emulating an
+  // A10G takes the H200's workspaces).
+  int compute_capability = 0;
 };
 
 struct CellEstimate {
@@ -46,6 +51,9 @@ struct CellEstimate {
   std::string peak_stage;  // where the peak allocated bytes fall
   int64_t peak_step = -1;
   train::RunResult run;    // the estimate's run: memory breakdown, timeline, steps, oom
+  // CUDA targets: the cuBLAS workspaces the run took (blas_workspaces.h) and each one's bytes.
+  int blas_workspaces = 0;
+  int64_t blas_workspace_bytes = 0;
   double seconds = 0.0;    // how long the estimate took
 };
 
@@ -63,6 +71,8 @@ CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& ta
 // A loaded configuration as a run on the meta device standing for `target` (the CPU or CUDA:
 // which attention kernel sdpa takes, meta_attention.h); its [device] type is ignored and its
 // budget, if any, is the device's size. What EstimateCell does after reading the cell.
-CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target = c10::DeviceType::CPU);
+// `compute_capability` as EstimateTarget's (CUDA only).
+CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target = c10::DeviceType::CPU,
+                         int compute_capability = 0);
 
 }  // namespace memsweep::estimate

@@ -96,7 +96,8 @@ TEST(GpuCatalog, UsableBytesIsTotalMinusContext) {
                         .source = "test",
                         .smi_total_bytes = 20 * kGiB,
                         .smi_source = "test",
-                        .nominal_gib = 20};
+                        .nominal_gib = 20,
+                        .compute_capability = 86};
   EXPECT_EQ(custom.UsableBytes(), 20 * kGiB - (int64_t{600} << 20));
 }
 
@@ -142,7 +143,7 @@ TEST(GpuCatalog, EveryFigureNamesItsSource) {
 // order, the same bytes (MiB rounded to the nearest, GiB to two decimals), "estimate" / "stand-in"
 // wherever `source` or `smi_source` says a figure is one.
 struct DocRow {
-  std::string name, product, total, smi, context, usable;
+  std::string name, product, total, smi, context, usable, arch;
 };
 
 std::string Trim(const std::string& text) {
@@ -164,9 +165,9 @@ std::vector<DocRow> DocTableRows() {
     std::stringstream cells_in(line.substr(1));
     for (std::string cell; std::getline(cells_in, cell, '|');) cells.push_back(Trim(cell));
     while (!cells.empty() && cells.back().empty()) cells.pop_back();
-    EXPECT_EQ(cells.size(), 6u) << line;
-    if (cells.size() != 6) continue;
-    rows.push_back({cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]});
+    EXPECT_EQ(cells.size(), 7u) << line;
+    if (cells.size() != 7) continue;
+    rows.push_back({cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6]});
   }
   return rows;
 }
@@ -205,6 +206,7 @@ TEST(GpuCatalog, TheDocTableIsTheCatalog) {
     EXPECT_TRUE(StartsWith(row.context, Mib(gpu.context_bytes))) << gpu.name << ": " << row.context;
     EXPECT_TRUE(StartsWith(row.usable, MibAndGib(gpu.UsableBytes())))
         << gpu.name << ": " << row.usable;
+    EXPECT_EQ(row.arch, "sm_" + std::to_string(gpu.compute_capability)) << gpu.name;
     EXPECT_EQ(Contains(row.total, "estimate"), Contains(gpu.source, "total: estimate"))
         << gpu.name << ": " << row.total;
     EXPECT_EQ(Contains(row.context, "estimate"), Contains(gpu.source, "context: estimate"))
