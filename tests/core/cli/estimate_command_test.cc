@@ -61,6 +61,28 @@ TEST(EstimateCommandTest, TheQuickstartsEstimateEqualsItsMeasuredRun) {
   }
 }
 
+// A card whose capacity leaves the first cell less than 1 % of headroom: it fits, flagged
+// marginal in the CSV and the table.
+TEST(EstimateCommandTest, AFitWithinOnePercentOfTheCardIsMarginal) {
+  const std::string file = SourcePath("experiments/quickstart.toml");
+  const Outcome first = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const long long reserved = std::stoll(Rows(first.output).at(0).at(7));
+  for (const long long spare : {reserved / 200, reserved / 20}) {
+    const std::string device = std::to_string(reserved + spare);
+    const Outcome csv = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1 "
+                                    "--device " + device);
+    ASSERT_EQ(csv.exit_code, 0) << csv.output;
+    const std::vector<std::string> row = Rows(csv.output).at(0);
+    ASSERT_GE(row.size(), 24u) << csv.output;
+    EXPECT_EQ(row[2], "fits") << csv.output;
+    EXPECT_EQ(row[23], spare < reserved / 100 ? "true" : "false") << "spare " << spare;
+    const Outcome table = RunMemsweep("estimate " + file + " --set experiment.steps=1 --device " + device);
+    EXPECT_EQ(table.output.find("marginal") != std::string::npos, spare < reserved / 100)
+        << table.output;
+  }
+}
+
 TEST(EstimateCommandTest, ATableWithTheVerdictAgainstANamedGpu) {
   const Outcome out =
       RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") + " --device a10g");
@@ -78,6 +100,14 @@ TEST(EstimateCommandTest, AnUnknownGpuOrABadSizeExitsTwoListingTheNames) {
     EXPECT_NE(out.output.find(std::string("--device '") + device + "'"), std::string::npos)
         << out.output;
     EXPECT_NE(out.output.find("a10g"), std::string::npos) << out.output;
+  }
+  for (const char* arch : {"h100", "sm_9x", "1000"}) {
+    const Outcome out = RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") +
+                                    " --arch " + arch);
+    EXPECT_EQ(out.exit_code, 2) << arch << "\n" << out.output;
+    EXPECT_NE(out.output.find(std::string("--arch '") + arch + "'"), std::string::npos)
+        << out.output;
+    EXPECT_NE(out.output.find("sm_86"), std::string::npos) << out.output;
   }
   const Outcome missing = RunMemsweep("estimate " + SourcePath("experiments/nope.toml"));
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
