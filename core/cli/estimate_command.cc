@@ -2,8 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,9 +16,9 @@
 #include "core/config/strategy_resolver.h"
 #include "core/estimate/blas_workspaces.h"
 #include "core/estimate/cell_estimate.h"
+#include "core/estimate/isolated_estimate.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/memory/byte_size.h"
-#include "core/process/child_process.h"
 
 namespace memsweep::cli {
 namespace {
@@ -93,51 +91,6 @@ std::string Table(const std::vector<nlohmann::json>& rows) {
   return out.str();
 }
 
-nlohmann::json Json(const CellEstimate& e) {
-  const train::MemoryBreakdown& m = e.run.memory;
-  nlohmann::json j = {{"cell", e.cell_index},
-                      {"label", e.label},
-                      {"status", estimate::EstimateStatusName(e.status)},
-                      {"message", e.message},
-                      {"device", e.device},
-                      {"target", e.target},
-                      {"budget_bytes", e.budget_bytes},
-                      {"seconds", e.seconds}};
-  if (e.status != EstimateStatus::kEstimated && e.status != EstimateStatus::kFits &&
-      e.status != EstimateStatus::kOom) {
-    return j;
-  }
-  j["peak_allocated_bytes"] = m.peak_allocated_bytes;
-  j["peak_reserved_bytes"] = m.peak_reserved_bytes;
-  j["params_bytes"] = m.params_bytes;
-  j["trainable_params_bytes"] = m.trainable_params_bytes;
-  j["frozen_params_bytes"] = m.frozen_params_bytes;
-  j["grads_bytes"] = m.grads_bytes;
-  j["optimizer_bytes"] = m.optimizer_bytes;
-  j["activations_bytes"] = m.activations_bytes;
-  j["saved_activations_bytes"] = m.saved_activations_bytes;
-  j["peak_stage"] = e.peak_stage;
-  j["peak_step"] = e.peak_step;
-  j["largest_allocation_bytes"] = m.largest_allocation_bytes;
-  j["largest_allocation_what"] = m.largest_allocation_what;
-  j["largest_allocation_stage"] = m.largest_allocation_stage;
-  if (e.target == "cuda") {
-    j["blas_workspaces"] = e.blas_workspaces;
-    j["blas_workspace_bytes"] = e.blas_workspace_bytes;
-  }
-  if (e.status == EstimateStatus::kFits) {
-    j["headroom_bytes"] = e.budget_bytes - m.peak_reserved_bytes;
-    // Within the estimate's error on reserved bytes against a real caching allocator (under 1 %
-    // on the H200, docs/estimate.md): the real allocator's block choice decides.
-    j["marginal"] = (e.budget_bytes - m.peak_reserved_bytes) * 100 < e.budget_bytes;
-  }
-  if (e.run.oom) {
-    j["oom_requested_bytes"] = e.run.oom->requested_bytes;
-    j["oom_stage"] = e.run.oom->stage;
-  }
-  return j;
-}
-
 // RFC 4180 quoting where a field needs it.
 std::string CsvField(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
@@ -169,48 +122,6 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
   return out.str();
 }
 
-// The cell's estimate in a process of its own, as memsweep run isolates its cells: one cell's
-// state (a leaked tensor, an allocator's cache, a crash) never reaches the next. The child writes
-// its row as one line of JSON after a marker; without one the row says how the child ended.
-nlohmann::json EstimateIsolated(const experiment::Cell& cell, const estimate::EstimateTarget& target) {
-  static constexpr const char* kMarker = "memsweep-estimate-row ";
-  if (!process::ForkIsSafe()) return Json(estimate::EstimateCell(cell, target));
-  process::ChildOptions options;
-  options.stdout_mode = process::ChildOptions::Stdout::kPipe;
-  process::ChildProcess child(
-      [&cell, &target] {
-        const std::string line =
-            std::string("\n") + kMarker + Json(estimate::EstimateCell(cell, target)).dump() + "\n";
-        std::fwrite(line.data(), 1, line.size(), stdout);
-        std::fflush(stdout);
-        return 0;
-      },
-      options);
-  std::string output;
-  char buffer[65536];
-  for (ssize_t n; (n = read(child.stdout_fd(), buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    output.append(buffer, static_cast<size_t>(n));
-  }
-  std::optional<process::ExitStatus> status;
-  while (!(status = child.Poll())) usleep(1000);
-  const size_t at = output.rfind(kMarker);
-  if (at != std::string::npos) {
-    const size_t begin = at + std::strlen(kMarker);
-    const nlohmann::json row =
-        nlohmann::json::parse(output.substr(begin, output.find('\n', begin) - begin), nullptr, false);
-    if (!row.is_discarded()) return row;
-  }
-  return {{"cell", cell.index},
-          {"label", cell.Label()},
-          {"status", "failed"},
-          {"message", status->signaled
-                          ? "the estimate's process ended with signal " + std::to_string(status->signal)
-                          : "the estimate's process exited with code " + std::to_string(status->code) +
-                                " without a result"}};
-}
-
 ExitCode Estimate(const EstimateOptions& options) {
   config::RefuseFailedStartupPlugins();
   estimate::EstimateTarget target;
@@ -230,7 +141,7 @@ ExitCode Estimate(const EstimateOptions& options) {
   std::vector<nlohmann::json> rows;
   bool failed = false;
   for (const experiment::Cell& cell : plan.cells) {
-    rows.push_back(EstimateIsolated(cell, target));
+    rows.push_back(estimate::EstimateIsolated(cell, target));
     failed = failed || rows.back().value("status", std::string()) == "failed";
   }
   if (options.format == "json") {

@@ -87,6 +87,7 @@ ExitCode RunExperiment(const RunOptions& options) {
   sweep_options.cell_timeout_seconds = options.cell_timeout_seconds;
   sweep_options.progress_line = isatty(STDERR_FILENO) != 0;
   sweep_options.stop = &g_stop;
+  sweep_options.estimate = !options.no_estimate;
   if (!options.exec_workers) {
     // The same path as `memsweep worker`: its exceptions become its exit code.
     sweep_options.in_process_worker = [](const sweep::WorkerFiles& files) {
@@ -121,6 +122,9 @@ void AddRunCommand(CLI::App& app, RunOptions& options, ExitCode& exit_code) {
   run->add_flag("--exec-workers", options.exec_workers,
                 "Start every cell as a new memsweep process (default: CPU cells start as a fork "
                 "of the runner, which skips loading LibTorch again)");
+  run->add_flag("--no-estimate", options.no_estimate,
+                "Do not estimate each cell beside its measurement (run_summary's estimated_* "
+                "columns; docs/estimate.md)");
   AddCommand(run, exit_code, [&options] { return RunExperiment(options); });
 }
 

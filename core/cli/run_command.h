@@ -28,6 +28,8 @@ struct RunOptions {
   // Every cell in a new `memsweep worker` process, CPU cells included (default: CPU cells start
   // as a fork of the runner, without loading LibTorch again).
   bool exec_workers = false;
+  // Skip each cell's estimate (run_summary's estimated_* columns stay NULL).
+  bool no_estimate = false;
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

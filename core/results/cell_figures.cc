@@ -47,6 +47,13 @@ CellFigures Summarize(const std::vector<const RunFigures*>& runs) {
   if (!ok.empty()) {
     cell.tokens_per_s = Mean(ok, &RunFigures::tokens_per_s);
     cell.final_loss = Mean(ok, &RunFigures::final_loss);
+    cell.estimate_error = Mean(ok, &RunFigures::estimate_error);
+  }
+  for (const RunFigures* run : runs) {
+    if (run->estimate_status.empty()) continue;
+    cell.estimate_status = run->estimate_status;
+    cell.estimated_peak_allocated_bytes = run->estimated_peak_allocated_bytes;
+    break;
   }
   return cell;
 }

@@ -29,6 +29,10 @@ struct RunFigures {
   std::optional<double> activations_bytes;
   std::optional<double> tokens_per_s;
   std::optional<double> final_loss;
+  // The run's estimate (run_summary's estimated_* columns; none when not estimated).
+  std::optional<double> estimated_peak_allocated_bytes;
+  std::optional<double> estimate_error;  // ok runs the estimate fits: (estimated - measured) / measured
+  std::string estimate_status;           // fits, oom, estimated, unsupported, failed; "" = none
 };
 
 // The runs of one cell (equal params) and the mean of their figures: over the ok runs; a cell
@@ -46,6 +50,10 @@ struct CellFigures {
   std::optional<double> activations_bytes;
   std::optional<double> tokens_per_s;
   std::optional<double> final_loss;
+  // The estimate of the cell (equal for its runs: the first that has one) and the mean error.
+  std::optional<double> estimated_peak_allocated_bytes;
+  std::optional<double> estimate_error;
+  std::string estimate_status;
 
   int RunCount() const { return ok_runs + oom_runs; }
   const char* Status() const;  // "ok" (all runs ok), "oom" (all oom) or "mixed"

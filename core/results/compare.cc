@@ -65,7 +65,8 @@ std::optional<double> OptionalNumber(const std::optional<std::string>& text) {
 std::vector<RunFigures> LoadRuns(ResultsDb& db, int64_t experiment_id) {
   const QueryResult result = db.Query(
       "SELECT run_id, cell_index, status, params, peak_allocated_bytes, peak_reserved_bytes, "
-      "tokens_per_s, final_loss, activations_bytes FROM run_summary "
+      "tokens_per_s, final_loss, activations_bytes, estimated_peak_allocated_bytes, "
+      "estimate_error, estimate_status FROM run_summary "
       "WHERE experiment_id = ?1 AND status IN ('ok', 'oom') ORDER BY cell_index, repeat, run_id",
       {std::to_string(experiment_id)});
   std::vector<RunFigures> runs;
@@ -81,6 +82,9 @@ std::vector<RunFigures> LoadRuns(ResultsDb& db, int64_t experiment_id) {
     run.tokens_per_s = OptionalNumber(row[6]);
     run.final_loss = OptionalNumber(row[7]);
     run.activations_bytes = OptionalNumber(row[8]);
+    run.estimated_peak_allocated_bytes = OptionalNumber(row[9]);
+    run.estimate_error = OptionalNumber(row[10]);
+    run.estimate_status = row[11].value_or("");
     runs.push_back(std::move(run));
   }
   return runs;
@@ -130,7 +134,7 @@ QueryResult CellsTable(const std::vector<CellFigures>& cells,
   table.columns.insert(table.columns.end(), factors.begin(), factors.end());
   for (const char* column :
        {"n", "status", "peak_allocated_bytes", "peak_allocated_ratio", "peak_reserved_ratio",
-        "activations_bytes", "activations_ratio", "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta", "verdict",
+        "estimate", "estimated_peak_allocated_bytes", "estimate_error", "activations_bytes", "activations_ratio", "tokens_per_s", "tokens_per_s_ratio", "final_loss", "final_loss_delta", "verdict",
         "expected", "compute_dtype", "max_abs_deviation", "max_rel_deviation",
         "max_deviation_step", "tolerance_rel", "verdict_reason"}) {
     table.columns.push_back(column);
@@ -143,6 +147,9 @@ QueryResult CellsTable(const std::vector<CellFigures>& cells,
     row.push_back(RoundedInteger(cell.peak_allocated_bytes));
     row.push_back(ratio(cell.peak_allocated_bytes, &CellFigures::peak_allocated_bytes));
     row.push_back(ratio(cell.peak_reserved_bytes, &CellFigures::peak_reserved_bytes));
+    row.push_back(OptionalText(cell.estimate_status));
+    row.push_back(RoundedInteger(cell.estimated_peak_allocated_bytes));
+    row.push_back(Real(cell.estimate_error));
     row.push_back(RoundedInteger(cell.activations_bytes));
     row.push_back(ratio(cell.activations_bytes, &CellFigures::activations_bytes));
     row.push_back(Real(cell.tokens_per_s));

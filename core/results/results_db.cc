@@ -278,7 +278,7 @@ void ResultsDb::ReturnToPending(int64_t run_id) {
 }
 
 void ResultsDb::FinishRun(int64_t run_id, RunStatus status, const std::string& error,
-                          const nlohmann::json* result) {
+                          const nlohmann::json* result, const nlohmann::json* estimate) {
   ImmediateTransaction transaction(db_);
   SqliteStatement update = db_.Prepare(std::string("UPDATE runs SET status = ?2, error = ?3, "
                                                    "finished_at = ") +
@@ -290,6 +290,7 @@ void ResultsDb::FinishRun(int64_t run_id, RunStatus status, const std::string& e
   update.Reset();
   DeleteRunDetails(db_, run_id);
   if (result != nullptr) StoreRunDetails(db_, run_id, *result);
+  if (estimate != nullptr) StoreRunEstimate(db_, run_id, *estimate);
   UpdateRunVerification(db_, run_id);
   transaction.Commit();
 }

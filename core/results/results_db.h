@@ -97,9 +97,10 @@ class ResultsDb {
   // Sets the final status and error and stores every figure of `result` (the run-result JSON),
   // replacing any stored before, in one transaction. `result` is null when the run produced
   // none (crash, timeout): then only the status and error are recorded. The verdicts of the run
-  // and of the runs verified against it are recomputed in the same transaction.
+  // and of the runs verified against it are recomputed in the same transaction. `estimate`, when
+  // given, is the cell's estimate (core/estimate/isolated_estimate.h), stored in run_estimates.
   void FinishRun(int64_t run_id, RunStatus status, const std::string& error,
-                 const nlohmann::json* result);
+                 const nlohmann::json* result, const nlohmann::json* estimate = nullptr);
   // Puts a claimed run back to 'pending' (its worker was stopped before it finished, e.g. by
   // Ctrl-C): the next sweep runs the cell again, in the same row.
   void ReturnToPending(int64_t run_id);

@@ -171,12 +171,54 @@ void InsertEach(SqliteConnection& db, const char* table, const std::vector<Field
 void DeleteRunDetails(SqliteConnection& db, int64_t run_id) {
   static const char* kTables[] = {"run_plugins",     "environments", "step_metrics",
                                   "memory_timeline", "phase_memory", "run_metrics",
-                                  "plugin_metrics", "run_ranks", "step_plugin_metrics"};
+                                  "plugin_metrics", "run_ranks", "step_plugin_metrics",
+                                  "run_estimates"};
   for (const char* table : kTables) {
     SqliteStatement remove = db.Prepare(std::string("DELETE FROM ") + table + " WHERE run_id = ?1");
     remove.BindInt64(1, run_id);
     remove.Run();
   }
+}
+
+void StoreRunEstimate(SqliteConnection& db, int64_t run_id, const json& estimate) {
+  SqliteStatement insert = db.Prepare(
+      "INSERT INTO run_estimates (run_id, status, target, device, budget_bytes, "
+      "peak_allocated_bytes, peak_reserved_bytes, peak_stage, peak_step, "
+      "largest_allocation_bytes, blas_workspace_bytes, oom_requested_bytes, message, seconds) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  const auto text = [&](int index, const char* key) {
+    if (estimate.contains(key) && estimate[key].is_string()) {
+      insert.BindTextOrNull(index, estimate[key].get<std::string>());
+    } else {
+      insert.BindNull(index);
+    }
+  };
+  const auto integer = [&](int index, const char* key) {
+    if (estimate.contains(key) && estimate[key].is_number_integer()) {
+      insert.BindInt64(index, estimate[key].get<int64_t>());
+    } else {
+      insert.BindNull(index);
+    }
+  };
+  insert.BindInt64(1, run_id);
+  insert.BindText(2, estimate.value("status", std::string("failed")));
+  text(3, "target");
+  text(4, "device");
+  integer(5, "budget_bytes");
+  integer(6, "peak_allocated_bytes");
+  integer(7, "peak_reserved_bytes");
+  text(8, "peak_stage");
+  integer(9, "peak_step");
+  integer(10, "largest_allocation_bytes");
+  integer(11, "blas_workspace_bytes");
+  integer(12, "oom_requested_bytes");
+  text(13, "message");
+  if (estimate.contains("seconds") && estimate["seconds"].is_number()) {
+    insert.BindDouble(14, estimate["seconds"].get<double>());
+  } else {
+    insert.BindNull(14);
+  }
+  insert.Run();
 }
 
 void StoreRunDetails(SqliteConnection& db, int64_t run_id, const json& result) {

@@ -24,6 +24,10 @@ void DeleteRunDetails(SqliteConnection& db, int64_t run_id);
 // Inserts the rows for `result`; call DeleteRunDetails first when the run may have some.
 void StoreRunDetails(SqliteConnection& db, int64_t run_id, const nlohmann::json& result);
 
+// Inserts the run's estimate (a row of core/estimate/isolated_estimate.h's JSON) into
+// run_estimates; DeleteRunDetails removes it with the rest.
+void StoreRunEstimate(SqliteConnection& db, int64_t run_id, const nlohmann::json& estimate);
+
 // The columns StoreRunDetails fills in `table` ("run_metrics", "environments", "run_ranks"),
 // besides run_id: the result figures of core/train/result_fields.h and a few of the store's own.
 // Empty for any other table.

@@ -464,6 +464,78 @@ LEFT JOIN run_metrics AS m ON m.run_id = r.id
 LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
+// Version 10: every run's estimate (memsweep estimate's figures for the same cell, computed by
+// memsweep run beside the measurement): run_estimates, and in run_summary the estimated peaks,
+// the estimate's status and its signed error on peak allocated bytes relative to the measured.
+constexpr const char* kVersion10 = R"sql(
+CREATE TABLE run_estimates (
+  run_id               INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  status               TEXT NOT NULL,
+  target               TEXT,
+  device               TEXT,
+  budget_bytes         INTEGER,
+  peak_allocated_bytes INTEGER,
+  peak_reserved_bytes  INTEGER,
+  peak_stage           TEXT,
+  peak_step            INTEGER,
+  largest_allocation_bytes INTEGER,
+  blas_workspace_bytes INTEGER,
+  oom_requested_bytes  INTEGER,
+  message              TEXT,
+  seconds              REAL
+);
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT
+  e.name                 AS experiment,
+  r.id                   AS run_id,
+  r.cell_hash            AS cell_hash,
+  r.cell_index           AS cell_index,
+  r.repeat               AS repeat,
+  r.status               AS status,
+  r.error                AS error,
+  r.params_json          AS params,
+  m.peak_allocated_bytes AS peak_allocated_bytes,
+  m.peak_reserved_bytes  AS peak_reserved_bytes,
+  m.peak_rss_bytes       AS peak_rss_bytes,
+  m.params_bytes         AS params_bytes,
+  m.grads_bytes          AS grads_bytes,
+  m.optimizer_bytes      AS optimizer_bytes,
+  m.activations_bytes    AS activations_bytes,
+  m.tokens_per_s         AS tokens_per_s,
+  m.mfu                  AS mfu,
+  m.final_loss           AS final_loss,
+  m.step_time_median_s   AS step_time_median_s,
+  m.padding_fraction     AS padding_fraction,
+  r.experiment_id        AS experiment_id,
+  r.seed                 AS seed,
+  m.steps_completed      AS steps_completed,
+  m.wall_seconds         AS wall_seconds,
+  r.started_at           AS started_at,
+  r.finished_at          AS finished_at,
+  m.compute_dtype        AS compute_dtype,
+  v.verdict              AS verdict,
+  v.max_rel_deviation    AS max_rel_deviation,
+  m.host_pool_peak_bytes AS host_pool_peak_bytes,
+  m.peak_flops_check     AS peak_flops_check,
+  m.trainable_params     AS trainable_params,
+  m.frozen_params_bytes  AS frozen_params_bytes,
+  m.largest_allocation_bytes AS largest_allocation_bytes,
+  m.largest_allocation_stage AS largest_allocation_stage,
+  m.largest_allocation_what  AS largest_allocation_what,
+  x.peak_allocated_bytes AS estimated_peak_allocated_bytes,
+  x.peak_reserved_bytes  AS estimated_peak_reserved_bytes,
+  CASE WHEN r.status = 'ok' AND x.status IN ('fits', 'estimated') AND m.peak_allocated_bytes > 0
+       THEN (x.peak_allocated_bytes - m.peak_allocated_bytes) * 1.0 / m.peak_allocated_bytes
+  END                    AS estimate_error,
+  x.status               AS estimate_status
+FROM runs AS r
+JOIN experiments AS e ON e.id = r.experiment_id
+LEFT JOIN run_metrics AS m ON m.run_id = r.id
+LEFT JOIN verification AS v ON v.run_id = r.id
+LEFT JOIN run_estimates AS x ON x.run_id = r.id;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
@@ -471,7 +543,7 @@ const std::vector<Migration>& SchemaMigrations() {
                                                      {3, kVersion3}, {4, kVersion4},
                                                      {5, kVersion5}, {6, kVersion6},
                                                      {7, kVersion7}, {8, kVersion8},
-                                                     {9, kVersion9}};
+                                                     {9, kVersion9}, {10, kVersion10}};
   return kMigrations;
 }
 

@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 
+#include "core/estimate/blas_workspaces.h"
+#include "core/estimate/isolated_estimate.h"
 #include "core/experiment/toml_json.h"
 #include "core/memory/byte_size.h"
 #include "core/results/results_db.h"
@@ -135,6 +137,29 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
                       : "worker " + exit.Describe();
   if (!exit.stderr_tail.empty()) outcome.error += "\n" + exit.stderr_tail;
   return outcome;
+}
+
+// The cell's estimate for the device its worker ran on (the compute capability its result
+// records; none on the CPU): a row of isolated_estimate.h's JSON. In a fork of the runner only —
+// with threads the runner cannot fork safely, and the estimate would otherwise change this
+// process (the meta device's kernels): then none.
+std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const Outcome& outcome,
+                                             const std::string& stderr_path,
+                                             double timeout_seconds) {
+  // A cell that did not end in its time would hang its estimate too (the same plugins' hooks).
+  if (!ForkIsSafe() || outcome.status == RunStatus::kTimeout) return std::nullopt;
+  estimate::EstimateTarget target;
+  if (outcome.result && outcome.result->contains("environment")) {
+    const nlohmann::json& environment = (*outcome.result)["environment"];
+    const std::string cc = environment.value("compute_capability", std::string());
+    if (const std::optional<int> value = estimate::ParseComputeCapability(cc)) {
+      target.compute_capability = *value;
+    }
+  }
+  nlohmann::json row = estimate::EstimateIsolated(cell, target, stderr_path, timeout_seconds);
+  std::error_code error;
+  fs::remove(stderr_path, error);
+  return row;
 }
 
 // CPU cells may start as a fork of the runner; CUDA ones ("cuda", "auto") get a fresh process.
@@ -319,9 +344,13 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     }
     const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds,
                                   progress.Last(), oom_kills_before);
+    const std::optional<nlohmann::json> estimate =
+        options.estimate ? EstimateBeside(cell, outcome, paths.stderr_file.string() + ".estimate",
+                                          options.cell_timeout_seconds)
+                         : std::nullopt;
     try {
       db.FinishRun(*run_id, outcome.status, outcome.error,
-                   outcome.result ? &*outcome.result : nullptr);
+                   outcome.result ? &*outcome.result : nullptr, estimate ? &*estimate : nullptr);
     } catch (const results::ResultsError& e) {
       progress.Clear();
       // The transaction rolled back: the cell keeps its claim ('running', no figures), or goes

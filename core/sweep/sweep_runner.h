@@ -58,6 +58,11 @@ struct SweepOptions {
   // "cuda"/"auto": CUDA state and the allocator's environment must be fresh), or when the
   // runner has more than one thread, every cell execs `memsweep worker`.
   std::function<int(const WorkerFiles&)> in_process_worker;
+  // Store each cell's estimate (`memsweep estimate`'s figures, docs/estimate.md) beside its
+  // measurement: computed after the cell's worker ends, in a fork of the runner, for the GPU the
+  // worker ran on (its compute capability sets the cuBLAS workspaces). `memsweep run
+  // --no-estimate` turns it off.
+  bool estimate = true;
 };
 
 struct SweepSummary {

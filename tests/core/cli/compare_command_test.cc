@@ -18,11 +18,11 @@ TEST(CompareCommandTest, PrintsCellsAndEffects) {
   BuildAblationDb(db);
   auto out = RunMemsweep("compare --db " + db + " --format csv");
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  EXPECT_NE(out.output.find("\r\n0,1,x,2,ok,1000,1.0,1.0,500,1.0,200.0,1.0,2.5,0.0,reference,,,,,,,"
+  EXPECT_NE(out.output.find("\r\n0,1,x,2,ok,1000,1.0,1.0,,,,500,1.0,200.0,1.0,2.5,0.0,reference,,,,,,,"
                             "the reference run\r\n"),
             std::string::npos)
       << out.output;
-  EXPECT_NE(out.output.find("\r\n1,2,x,1,ok,500,0.5,0.5,250,0.5,400.0,2.0,2.75,0.25,n/a,"),
+  EXPECT_NE(out.output.find("\r\n1,2,x,1,ok,500,0.5,0.5,,,,250,0.5,400.0,2.0,2.75,0.25,n/a,"),
             std::string::npos)
       << out.output;
   EXPECT_NE(out.output.find("\r\nb,y,1,1,2.0,2.0,0.3333333333333333,-0.375\r\n"), std::string::npos)

@@ -40,7 +40,9 @@ TEST(EstimateCommandTest, TheQuickstartsEstimateEqualsItsMeasuredRun) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Outcome measured = RunMemsweep(
       "query --db " + db + " --format csv \"SELECT cell_index, status, peak_allocated_bytes, "
-      "peak_reserved_bytes, largest_allocation_bytes FROM run_summary ORDER BY cell_index\"");
+      "peak_reserved_bytes, largest_allocation_bytes, estimate_status, "
+      "estimated_peak_allocated_bytes, estimated_peak_reserved_bytes, estimate_error "
+      "FROM run_summary ORDER BY cell_index\"");
   ASSERT_EQ(measured.exit_code, 0) << measured.output;
   const Outcome estimated = RunMemsweep("estimate " + file + " --format csv");
   ASSERT_EQ(estimated.exit_code, 0) << estimated.output;
@@ -58,7 +60,31 @@ TEST(EstimateCommandTest, TheQuickstartsEstimateEqualsItsMeasuredRun) {
     EXPECT_LE(std::abs(estimated_peak - measured_peak) / measured_peak, 0.01)
         << "cell " << i << ": " << m[i][2] << " measured, " << e[i][6] << " estimated";
     EXPECT_EQ(e[i][17], m[i][4]) << "cell " << i << ": the largest allocation";
+    // The run stored the same estimate beside its measurement (run_summary's estimated_*),
+    // and its error where the cell ran ok.
+    ASSERT_GE(m[i].size(), 8u) << measured.output;
+    EXPECT_EQ(m[i][5], e[i][2]) << "cell " << i << ": estimate_status";
+    EXPECT_EQ(m[i][6], e[i][6]) << "cell " << i << ": estimated_peak_allocated_bytes";
+    EXPECT_EQ(m[i][7], e[i][7]) << "cell " << i << ": estimated_peak_reserved_bytes";
+    if (m[i][1] == "ok") {
+      EXPECT_NEAR(std::stod(m[i][8]), (estimated_peak - measured_peak) / measured_peak, 1e-12)
+          << "cell " << i;
+    } else {
+      EXPECT_EQ(m[i].size(), 8u) << "cell " << i << ": no estimate_error for an oom run";
+    }
   }
+  // compare shows the estimate beside the measurement.
+  const Outcome compare = RunMemsweep("compare --db " + db + " --format csv");
+  ASSERT_EQ(compare.exit_code, 0) << compare.output;
+  EXPECT_NE(compare.output.find("estimated_peak_allocated_bytes"), std::string::npos)
+      << compare.output;
+  EXPECT_NE(compare.output.find(e[0][6]), std::string::npos) << compare.output;
+  // --no-estimate leaves the columns empty.
+  const std::string bare = (FreshTempDir("estimate_cli_bare") / "q.db").string();
+  ASSERT_EQ(RunMemsweep("run " + file + " --db " + bare + " --no-estimate").exit_code, 0);
+  const Outcome none = RunMemsweep("query --db " + bare + " --format csv \"SELECT count(*) FROM "
+                                   "run_summary WHERE estimate_status IS NOT NULL\"");
+  EXPECT_EQ(Rows(none.output).at(0).at(0), "0") << none.output;
 }
 
 // A card whose capacity leaves the first cell less than 1 % of headroom: it fits, flagged

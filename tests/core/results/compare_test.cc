@@ -72,7 +72,8 @@ TEST_F(CompareTest, CellsAgainstTheDefaultBaseline) {
   EXPECT_EQ(c.other_runs, 1);
   EXPECT_EQ(c.cells.columns,
             (std::vector<std::string>{"cell", "a", "b", "n", "status", "peak_allocated_bytes",
-                                      "peak_allocated_ratio", "peak_reserved_ratio",
+                                      "peak_allocated_ratio", "peak_reserved_ratio", "estimate",
+                                      "estimated_peak_allocated_bytes", "estimate_error",
                                       "activations_bytes", "activations_ratio", "tokens_per_s",
                                       "tokens_per_s_ratio", "final_loss", "final_loss_delta",
                                       "verdict", "expected", "compute_dtype", "max_abs_deviation",
@@ -218,21 +219,22 @@ TEST_F(CompareTest, CsvAndJsonOutputs) {
   const Comparison c = RunCompare("");
   const std::string csv = FormatComparison(c, OutputFormat::kCsv);
   EXPECT_NE(csv.find("cell,a,b,n,status,peak_allocated_bytes,peak_allocated_ratio,"
-                     "peak_reserved_ratio,activations_bytes,activations_ratio,tokens_per_s,"
+                     "peak_reserved_ratio,estimate,estimated_peak_allocated_bytes,estimate_error,"
+                     "activations_bytes,activations_ratio,tokens_per_s,"
                      "tokens_per_s_ratio,final_loss,"
                      "final_loss_delta,verdict,expected,compute_dtype,max_abs_deviation,"
                      "max_rel_deviation,max_deviation_step,tolerance_rel,verdict_reason\r\n"),
             std::string::npos)
       << csv;
   // These hand-made results carry no math-preserving flags: no loss verdict (n/a, with why).
-  EXPECT_NE(csv.find("\r\n1,2,x,1,ok,500,0.5,0.5,250,0.5,400.0,2.0,2.75,0.25,n/a,,,,,,,recorded without "
+  EXPECT_NE(csv.find("\r\n1,2,x,1,ok,500,0.5,0.5,,,,250,0.5,400.0,2.0,2.75,0.25,n/a,,,,,,,recorded without "
                      "math-preserving flags"),
             std::string::npos)
       << csv;
-  EXPECT_NE(csv.find("\r\n3,2,y,1,oom,4000,4.0,2.048,2000,4.0,,,,,n/a,,,,,,,run status oom\r\n"),
+  EXPECT_NE(csv.find("\r\n3,2,y,1,oom,4000,4.0,2.048,,,,2000,4.0,,,,,n/a,,,,,,,run status oom\r\n"),
             std::string::npos)
       << csv;
-  EXPECT_NE(csv.find("\r\n0,1,x,2,ok,1000,1.0,1.0,500,1.0,200.0,1.0,2.5,0.0,reference,"), std::string::npos)
+  EXPECT_NE(csv.find("\r\n0,1,x,2,ok,1000,1.0,1.0,,,,500,1.0,200.0,1.0,2.5,0.0,reference,"), std::string::npos)
       << csv;
   EXPECT_NE(csv.find("\r\n\r\nfactor,value,cells,oom_cells,"), std::string::npos) << csv;
 

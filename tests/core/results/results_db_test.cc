@@ -57,7 +57,8 @@ TEST(ResultsDbTest, CreatesDirectoryAndSchemaAtCurrentVersion) {
     for (const auto& row : tables.rows) names.push_back(*row[0]);
     EXPECT_EQ(names, (std::vector<std::string>{"environments", "experiments", "memory_timeline",
                                                "phase_memory", "plugin_metrics",
-                                               "run_metrics", "run_plugins", "run_ranks",
+                                               "run_estimates", "run_metrics", "run_plugins",
+                                               "run_ranks",
                                                "run_summary", "runs", "step_metrics",
                                                "step_plugin_metrics", "verification"}));
   }
