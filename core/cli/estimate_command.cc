@@ -64,6 +64,32 @@ std::string Verdict(const nlohmann::json& j) {
   return Str(j, "message");
 }
 
+// A Markdown table (docs/full-size-estimates.md is made of these): one row per cell with its
+// label, the peaks, where the peak falls, the largest allocation and the verdict.
+std::string Markdown(const std::vector<nlohmann::json>& rows) {
+  std::ostringstream out;
+  out << "| cell | cell's values | status | peak allocated | peak reserved | peak at | largest "
+         "allocation | verdict |\n|---|---|---|---|---|---|---|---|\n";
+  const auto escape = [](std::string text) {
+    for (size_t at = 0; (at = text.find_first_of("|\n", at)) != std::string::npos; at += 2) {
+      text.replace(at, 1, text[at] == '|' ? "\\|" : "  ");
+    }
+    return text;
+  };
+  for (const nlohmann::json& j : rows) {
+    const bool figures = HasFigures(j);
+    const auto bytes = [&](const char* key) {
+      return figures ? Bytes(Int(j, key)) + " (" + std::to_string(Int(j, key)) + ")" : std::string("-");
+    };
+    const std::string label = Str(j, "label");
+    out << "| " << Int(j, "cell") << " | " << escape(label.empty() ? "-" : label) << " | "
+        << Str(j, "status") << " | " << bytes("peak_allocated_bytes") << " | "
+        << bytes("peak_reserved_bytes") << " | " << (figures ? PeakAt(j) : "-") << " | "
+        << escape(figures ? Largest(j) : "-") << " | " << escape(Verdict(j)) << " |\n";
+  }
+  return out.str();
+}
+
 std::string Table(const std::vector<nlohmann::json>& rows) {
   std::ostringstream out;
   out << std::left << std::setw(5) << "cell" << "  " << std::setw(11) << "status" << "  "
@@ -150,6 +176,8 @@ ExitCode Estimate(const EstimateOptions& options) {
               << "\n";
   } else if (options.format == "csv") {
     std::cout << Csv(rows);
+  } else if (options.format == "markdown") {
+    std::cout << Markdown(rows);
   } else {
     std::cout << "experiment  " << plan.name << "\nsource      " << plan.source
               << "\nestimated on the meta device (docs/estimate.md)\n\n"
@@ -171,8 +199,8 @@ void AddEstimateCommand(CLI::App& app, EstimateOptions& options, ExitCode& exit_
   command->add_option("--arch", options.arch,
                       "Compute capability of the GPU that will run the cells (sm_90, 9.0): "
                       "sets the cuBLAS workspaces; default: the named card's");
-  command->add_option("--format", options.format, "table (default), csv or json")
-      ->check(CLI::IsMember({"table", "csv", "json"}));
+  command->add_option("--format", options.format, "table (default), csv, json or markdown")
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}));
   AddCommand(command, exit_code, [&options] { return Estimate(options); });
 }
 

@@ -20,7 +20,7 @@ struct EstimateOptions {
   std::string file;
   std::vector<std::string> overrides;  // --set section.key=value
   std::string device;                  // --device NAME|SIZE ("" = each cell's own)
-  std::string format = "table";        // table | csv | json
+  std::string format = "table";        // table | csv | json | markdown
   std::string arch;                    // --arch sm_90|9.0|90: the GPU that runs the cells
 };
 

@@ -31,6 +31,12 @@ at::Tensor EmbeddingDenseBackward(const at::Tensor& grad, const at::Tensor& indi
   return at::empty({num_weights.expect_int(), grad.size(-1)}, grad.options());
 }
 
+// The bucket of every value (QLoRA's NF4 quantisation rounds to the nearest level with it).
+at::Tensor Bucketize(const at::Tensor& self, const at::Tensor& /*boundaries*/, bool out_int32,
+                     bool /*right*/) {
+  return at::empty(self.sizes(), self.options().dtype(out_int32 ? at::kInt : at::kLong));
+}
+
 // The broadcast of the three shapes, in the promoted dtype of self and other.
 at::Tensor Where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
   const std::vector<int64_t> shape =
@@ -121,6 +127,7 @@ TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("_scaled_dot_product_efficient_attention", TORCH_FN(Efficient));
   m.impl("_scaled_dot_product_efficient_attention_backward", TORCH_FN(EfficientBackward));
   m.impl("index_select", TORCH_FN(IndexSelect));
+  m.impl("bucketize.Tensor", TORCH_FN(Bucketize));
   m.impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackward));
   m.impl("where.self", TORCH_FN(Where));
   m.impl("where.self_out", TORCH_FN(WhereOut));

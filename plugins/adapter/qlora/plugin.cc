@@ -50,11 +50,6 @@ class Qlora final : public memsweep::AdapterStrategy {
   bool MathPreserving() const override { return false; }
 
   std::string DeviceRefusal(c10::DeviceType device) const override {
-    if (device == c10::kMeta) {
-      return "NF4 quantisation reads the weights' values, which the estimate's meta tensors do "
-             "not have, and no shape-only path is written yet; estimate plugin = \"lora\" with "
-             "base_dtype = \"bf16\" for a bound, or measure the cell with memsweep run";
-    }
     if (device == c10::kCPU && (compute_ == at::kHalf || base_dtype_ == at::kHalf)) {
       return "fp16 needs a CUDA device (the CPU's fp16 products are not training kernels); on "
              "the CPU use compute_dtype and base_dtype = \"bf16\" or \"fp32\"";

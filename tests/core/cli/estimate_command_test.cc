@@ -116,6 +116,24 @@ TEST(EstimateCommandTest, ATableWithTheVerdictAgainstANamedGpu) {
   EXPECT_NE(out.output.find("peak alloc"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("fits"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("(a10g)"), std::string::npos) << out.output;
+  // --format markdown: a header, its rule and one row per cell, each with the same 8 cells.
+  const Outcome md = RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") +
+                                 " --device a10g --format markdown");
+  ASSERT_EQ(md.exit_code, 0) << md.output;
+  std::istringstream lines(md.output);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 2u + 4u) << md.output;
+  EXPECT_EQ(rows[1], "|---|---|---|---|---|---|---|---|");
+  for (const std::string& row : rows) {
+    size_t bars = 0;
+    for (size_t i = 0; i < row.size(); ++i) bars += row[i] == '|' && (i == 0 || row[i - 1] != '\\');
+    EXPECT_EQ(bars, 9u) << row;
+  }
+  EXPECT_EQ(rows[2].rfind("| 0 | ", 0), 0u) << rows[2];
+  EXPECT_NE(rows[2].find("| fits |"), std::string::npos) << rows[2];
 }
 
 TEST(EstimateCommandTest, AnUnknownGpuOrABadSizeExitsTwoListingTheNames) {

@@ -58,6 +58,10 @@ std::vector<Case> Cases() {
         "strategies.adapter.rank=4"}},
 
       {"checkpointing every 2", {"strategies.checkpointing.plugin=\"every_k\""}},
+      {"qlora", {"strategies.adapter.plugin=\"qlora\"", "strategies.adapter.rank=4"}},
+      {"qlora no double quant",
+       {"strategies.adapter.plugin=\"qlora\"", "strategies.adapter.rank=4",
+        "strategies.adapter.double_quant=false"}},
   };
 }
 
@@ -146,10 +150,6 @@ TEST(EstimateTest, SaysWhyACellCannotBeEstimated) {
   EXPECT_EQ(flash.status, EstimateStatus::kUnsupported);
   EXPECT_NE(flash.message.find("plugin = \"flash\""), std::string::npos) << flash.message;
   EXPECT_NE(flash.message.find("meta device"), std::string::npos) << flash.message;
-  const CellEstimate nf4 = estimate::EstimateRun(
-      TinyRun(1, {"strategies.adapter.plugin=\"qlora\"", "strategies.adapter.rank=4"}));
-  EXPECT_EQ(nf4.status, EstimateStatus::kUnsupported);
-  EXPECT_NE(nf4.message.find("NF4"), std::string::npos) << nf4.message;
   config::RunConfig ranks = TinyRun(1);
   ranks.device.world_size = 2;
   const CellEstimate multi = estimate::EstimateRun(ranks);
