@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -161,6 +162,19 @@ ExitCode Estimate(const EstimateOptions& options) {
     }
     target.compute_capability = *cc;
   }
+  if (!options.source.empty()) {
+    // A cell file as `memsweep worker` reads it (memsweep run's own use: EstimateExecuted).
+    std::ifstream in(options.file);
+    if (!in) throw config::ConfigError(options.file + ": cannot read the cell file");
+    std::stringstream text;
+    text << in.rdbuf();
+    experiment::Cell cell = experiment::CellFromToml(text.str(), options.file);
+    cell.source = options.source;
+    estimate::CheckCell(cell, target);
+    const nlohmann::json row = estimate::EstimateToJson(estimate::EstimateCell(cell, target));
+    std::cout << (options.format == "row" ? estimate::EstimateRowLine(row) : row.dump(2) + "\n");
+    return row.value("status", std::string()) == "failed" ? ExitCode::kRunFailed : ExitCode::kOk;
+  }
   const experiment::ExperimentPlan plan = experiment::LoadExperimentPlan(
       options.file, options.overrides,
       [&target](const experiment::Cell& cell) { estimate::CheckCell(cell, target); });
@@ -178,6 +192,8 @@ ExitCode Estimate(const EstimateOptions& options) {
     std::cout << Csv(rows);
   } else if (options.format == "markdown") {
     std::cout << Markdown(rows);
+  } else if (options.format == "row") {
+    for (const nlohmann::json& row : rows) std::cout << estimate::EstimateRowLine(row);
   } else {
     std::cout << "experiment  " << plan.name << "\nsource      " << plan.source
               << "\nestimated on the meta device (docs/estimate.md)\n\n"
@@ -200,7 +216,10 @@ void AddEstimateCommand(CLI::App& app, EstimateOptions& options, ExitCode& exit_
                       "Compute capability of the GPU that will run the cells (sm_90, 9.0): "
                       "sets the cuBLAS workspaces; default: the named card's");
   command->add_option("--format", options.format, "table (default), csv, json or markdown")
-      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}));
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown", "row"}));
+  // memsweep run's own use (a runner with threads estimates a cell in a new process): the file
+  // is a cell file as `memsweep worker` reads it, its relative paths anchored at --source.
+  command->add_option("--source", options.source, "")->group("");
   AddCommand(command, exit_code, [&options] { return Estimate(options); });
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/process/child_process.h"
 
@@ -61,35 +62,31 @@ nlohmann::json EstimateToJson(const CellEstimate& e) {
   return j;
 }
 
-nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarget& target,
-                                const std::string& stderr_path, double timeout_seconds) {
-  static constexpr const char* kMarker = "memsweep-estimate-row ";
-  if (!process::ForkIsSafe()) return EstimateToJson(EstimateCell(cell, target));
-  process::ChildOptions options;
-  options.stdout_mode = process::ChildOptions::Stdout::kPipe;
-  options.stderr_path = stderr_path;
-  process::ChildProcess child(
-      [&cell, &target] {
-        const std::string line =
-            std::string("\n") + kMarker + EstimateToJson(EstimateCell(cell, target)).dump() + "\n";
-        std::fwrite(line.data(), 1, line.size(), stdout);
-        std::fflush(stdout);
-        return 0;
-      },
-      options);
-  // Read the row until the child closes its end, or until the deadline: a plugin's hook that
-  // hangs in the real run hangs in the estimate too.
+namespace {
+
+constexpr const char* kMarker = "memsweep-estimate-row ";
+
+nlohmann::json FailedRow(const experiment::Cell& cell, const std::string& message) {
+  return {{"cell", cell.index}, {"label", cell.Label()}, {"status", "failed"}, {"message", message}};
+}
+
+// The row a child writes after kMarker on its stdout: read until the child closes its end, or
+// until the deadline (a plugin's hook that hangs in the real run hangs in the estimate too, and
+// the child is then killed); a child that ends without a row gives a failed one saying how.
+nlohmann::json ReadRow(process::ChildProcess& child, const experiment::Cell& cell,
+                       double timeout_seconds) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(timeout_seconds > 0 ? timeout_seconds : 1e9);
   std::string output;
   char buffer[65536];
-  bool timed_out = false;
   for (;;) {
     const double left =
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
-      timed_out = true;
-      break;
+      child.Kill();
+      return FailedRow(cell, "the estimate did not end within " +
+                                 std::to_string(static_cast<int64_t>(timeout_seconds)) +
+                                 " s (a plugin's hook that does not return?)");
     }
     pollfd fd{child.stdout_fd(), POLLIN, 0};
     const int ready = poll(&fd, 1, static_cast<int>(std::min(left * 1000.0, 1000.0)) + 1);
@@ -100,31 +97,67 @@ nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarg
     if (n <= 0) break;
     output.append(buffer, static_cast<size_t>(n));
   }
-  if (timed_out) {
-    child.Kill();
-    return {{"cell", cell.index},
-            {"label", cell.Label()},
-            {"status", "failed"},
-            {"message", "the estimate did not end within " +
-                            std::to_string(static_cast<int64_t>(timeout_seconds)) +
-                            " s (a plugin's hook that does not return?)"}};
-  }
   std::optional<process::ExitStatus> status;
   while (!(status = child.Poll())) usleep(1000);
   const size_t at = output.rfind(kMarker);
   if (at != std::string::npos) {
     const size_t begin = at + std::strlen(kMarker);
-    const nlohmann::json row =
-        nlohmann::json::parse(output.substr(begin, output.find('\n', begin) - begin), nullptr, false);
-    if (!row.is_discarded()) return row;
+    nlohmann::json row = nlohmann::json::parse(
+        output.substr(begin, output.find('\n', begin) - begin), nullptr, false);
+    if (!row.is_discarded()) {
+      row["cell"] = cell.index;  // an executed estimate reads the cell file alone
+      row["label"] = cell.Label();
+      return row;
+    }
   }
-  return {{"cell", cell.index},
-          {"label", cell.Label()},
-          {"status", "failed"},
-          {"message", status->signaled
-                          ? "the estimate's process ended with signal " + std::to_string(status->signal)
-                          : "the estimate's process exited with code " + std::to_string(status->code) +
-                                " without a result"}};
+  return FailedRow(cell, status->signaled
+                             ? "the estimate's process ended with signal " +
+                                   std::to_string(status->signal)
+                             : "the estimate's process exited with code " +
+                                   std::to_string(status->code) + " without a result");
+}
+
+}  // namespace
+
+std::string EstimateRowLine(const nlohmann::json& row) {
+  return std::string("\n") + kMarker + row.dump() + "\n";
+}
+
+nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarget& target,
+                                const std::string& stderr_path, double timeout_seconds) {
+  if (!process::ForkIsSafe()) return EstimateToJson(EstimateCell(cell, target));
+  process::ChildOptions options;
+  options.stdout_mode = process::ChildOptions::Stdout::kPipe;
+  options.stderr_path = stderr_path;
+  process::ChildProcess child(
+      [&cell, &target] {
+        const std::string line = EstimateRowLine(EstimateToJson(EstimateCell(cell, target)));
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fflush(stdout);
+        return 0;
+      },
+      options);
+  return ReadRow(child, cell, timeout_seconds);
+}
+
+nlohmann::json EstimateExecuted(const std::string& self, const std::string& cell_file,
+                                const experiment::Cell& cell, const EstimateTarget& target,
+                                const std::string& stderr_path, double timeout_seconds) {
+  std::vector<std::string> argv = {self, "estimate", cell_file, "--source", cell.source,
+                                   "--format", "row"};
+  if (target.compute_capability > 0) {
+    argv.insert(argv.end(), {"--arch", std::to_string(target.compute_capability)});
+  }
+  if (!target.device.empty()) argv.insert(argv.end(), {"--device", target.device});
+  process::ChildOptions options;
+  options.stdout_mode = process::ChildOptions::Stdout::kPipe;
+  options.stderr_path = stderr_path;
+  try {
+    process::ChildProcess child(argv, options);
+    return ReadRow(child, cell, timeout_seconds);
+  } catch (const std::exception& error) {
+    return FailedRow(cell, std::string("the estimate could not start: ") + error.what());
+  }
 }
 
 }  // namespace memsweep::estimate

@@ -30,4 +30,14 @@ nlohmann::json EstimateToJson(const CellEstimate& e);
 nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarget& target,
                                 const std::string& stderr_path = "", double timeout_seconds = 0);
 
+// The same in a new process, for a caller with threads (where forking is unsafe, as in a runner
+// that has looked for a GPU): `self estimate CELL_FILE --source SOURCE --format row` — the cell
+// as `memsweep worker` reads it (cell_file: experiment::CellToToml of `cell`).
+nlohmann::json EstimateExecuted(const std::string& self, const std::string& cell_file,
+                                const experiment::Cell& cell, const EstimateTarget& target,
+                                const std::string& stderr_path = "", double timeout_seconds = 0);
+
+// The line a child writes its row as (read back by the two above).
+std::string EstimateRowLine(const nlohmann::json& row);
+
 }  // namespace memsweep::estimate

@@ -140,14 +140,16 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
 }
 
 // The cell's estimate for the device its worker ran on (the compute capability its result
-// records; none on the CPU): a row of isolated_estimate.h's JSON. In a fork of the runner only —
-// with threads the runner cannot fork safely, and the estimate would otherwise change this
-// process (the meta device's kernels): then none.
+// records; none on the CPU): a row of isolated_estimate.h's JSON, never computed in the runner
+// itself (the meta device's kernels would stay installed in it): in a fork of the runner, or,
+// once the runner has threads (it looked for a GPU), in a new `memsweep estimate` process reading
+// the cell's file.
 std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const Outcome& outcome,
+                                             const std::string& self, const std::string& cell_file,
                                              const std::string& stderr_path,
                                              double timeout_seconds) {
   // A cell that did not end in its time would hang its estimate too (the same plugins' hooks).
-  if (!ForkIsSafe() || outcome.status == RunStatus::kTimeout) return std::nullopt;
+  if (outcome.status == RunStatus::kTimeout) return std::nullopt;
   estimate::EstimateTarget target;
   if (outcome.result && outcome.result->contains("environment")) {
     const nlohmann::json& environment = (*outcome.result)["environment"];
@@ -156,7 +158,10 @@ std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const
       target.compute_capability = *value;
     }
   }
-  nlohmann::json row = estimate::EstimateIsolated(cell, target, stderr_path, timeout_seconds);
+  nlohmann::json row =
+      ForkIsSafe()
+          ? estimate::EstimateIsolated(cell, target, stderr_path, timeout_seconds)
+          : estimate::EstimateExecuted(self, cell_file, cell, target, stderr_path, timeout_seconds);
   std::error_code error;
   fs::remove(stderr_path, error);
   return row;
@@ -345,7 +350,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds,
                                   progress.Last(), oom_kills_before);
     const std::optional<nlohmann::json> estimate =
-        options.estimate ? EstimateBeside(cell, outcome, paths.stderr_file.string() + ".estimate",
+        options.estimate ? EstimateBeside(cell, outcome, self, paths.cell.string(),
+                                          paths.stderr_file.string() + ".estimate",
                                           options.cell_timeout_seconds)
                          : std::nullopt;
     try {
