@@ -2,7 +2,8 @@
 // hf_peak_reference/make_references.py, run by ctest as HfPeakReference.FullLossMatchesTransformers):
 // for every model type memsweep reads, the run's peak equals the peak torch.profiler measures for
 // transformers within 1% — keep_logits = true against the loop that keeps the model's outputs
-// through backward, keep_logits = false against transformers' Trainer, which keeps only the loss.
+// through backward, keep_logits = false against transformers' Trainer, which keeps only the loss;
+// and memsweep estimate's figure for the same run against the same peaks.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/estimate/cell_estimate.h"
 #include "support/run_configs.h"
 
 namespace memsweep::hf_peak_test {
@@ -57,6 +59,17 @@ TEST(LossHfPeakReferenceTest, FullLossPeakEqualsTransformersForEveryModelType) {
                   model_type.c_str(), keep, static_cast<long long>(peak),
                   static_cast<long long>(reference), ratio);
       EXPECT_NEAR(ratio, 1.0, 0.01) << model_type << " keep_logits=" << keep;
+      // The estimate of the same run (memsweep estimate: the loop on the meta device) against
+      // transformers' peak: the estimate is for the user's stack.
+      const estimate::CellEstimate e = estimate::EstimateRun(
+          ReferenceRun(case_dir, peaks.at("rows"), peaks.at("tokens"), peaks.at("steps"), keep));
+      ASSERT_EQ(e.status, estimate::EstimateStatus::kEstimated) << e.message;
+      const double estimate_ratio = static_cast<double>(e.run.memory.peak_allocated_bytes) /
+                                    static_cast<double>(reference);
+      std::printf("%s keep_logits=%d: estimate %lld bytes (%.4f of transformers')\n",
+                  model_type.c_str(), keep,
+                  static_cast<long long>(e.run.memory.peak_allocated_bytes), estimate_ratio);
+      EXPECT_NEAR(estimate_ratio, 1.0, 0.01) << model_type << " keep_logits=" << keep;
     }
   }
 }
