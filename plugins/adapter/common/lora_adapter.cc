@@ -118,7 +118,17 @@ void LoraAdapter::Freeze(const std::vector<at::Tensor>& group, model::Model& mod
 
 // A: Kaiming-uniform with a = √5 (PEFT's init: U(-1/√in, 1/√in)); B: zeros. Drawn on the CPU
 // from the experiment's seed and the block (the same values on every device), in fp32.
+// On the estimate's meta device the factors are their shapes: nothing is drawn (drawing a 7B
+// model's factors on the CPU took most of an estimate's time), and they are allocated in the
+// order and sizes of a run's.
 std::pair<at::Tensor, at::Tensor> LoraAdapter::Factors(const LoraModule& m, RunContext& ctx) {
+  if (ctx.device.is_meta()) {
+    ++draws_;
+    const at::TensorOptions meta = at::TensorOptions().device(c10::kMeta);
+    at::Tensor a = at::empty({settings_.rank, m.in_features}, meta);
+    at::Tensor b = at::empty({m.out_features, settings_.rank}, meta);
+    return {a.requires_grad_(true), b.requires_grad_(true)};
+  }
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(
       ctx.seed * 1000003ULL + static_cast<uint64_t>(m.block) * 131ULL + draws_++);
   const double bound = 1.0 / std::sqrt(static_cast<double>(m.in_features));
