@@ -61,7 +61,9 @@ at::Tensor FlashAttentionVarlen(const at::Tensor& q, const at::Tensor& k, const 
 model::AttentionFn MakeFlashAttention(TileSizes tiles, Isa isa) {
   return [tiles, isa](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                  const model::AttentionInputs& inputs) {
-    const at::Tensor cu = inputs.segment_ids.defined()
+    // The estimate's meta tensors have no segment ids to read: whole rows (the kernel's
+    // allocations do not depend on where documents start; flash_kernel.cc).
+    const at::Tensor cu = inputs.segment_ids.defined() && !q.is_meta()
                               ? CuSeqlensFromSegmentIds(inputs.segment_ids)
                               : at::Tensor();
     return FlashAttentionVarlen(q, k, v, cu, tiles, isa);

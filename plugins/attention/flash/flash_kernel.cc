@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "flash_tile_ops.h"
@@ -64,6 +65,20 @@ TileSizes ResolveTileSizes(TileSizes requested, int64_t head_dim) {
   return tiles;
 }
 
+// The estimate's meta tensors (docs/estimate.md) have no data to run the tiles on: what the
+// kernel allocates is its outputs and, while its parallel loop runs, one fp32 scratch buffer per
+// chunk of work (as many as there are threads, or work items if fewer). Whole rows are taken as
+// the sequences: the buffers' sizes do not depend on where documents start.
+static void MetaScratch(int64_t items, int64_t floats) {
+  std::vector<at::Tensor> buffers;
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), items));
+  for (int64_t i = 0; i < chunks; ++i) {
+    buffers.push_back(at::empty({floats}, at::TensorOptions().device(c10::kMeta).dtype(at::kFloat)));
+  }
+}
+
+static int64_t Tiles(int64_t length, int64_t tile) { return (length + tile - 1) / tile; }
+
 FlashOutputs FlashForward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
                           const std::vector<Sequence>& sequences, TileSizes tiles, Isa isa) {
   const at::Tensor q = LastDimContiguous(q_in), k = LastDimContiguous(k_in),
@@ -75,6 +90,11 @@ FlashOutputs FlashForward(const at::Tensor& q_in, const at::Tensor& k_in, const 
   // [B, T, H, D] storage: the model's next step (heads back into the hidden dimension) is a view.
   at::Tensor out = at::empty({b, t, h, d}, q.options()).transpose(1, 2);
   at::Tensor lse = at::empty({b, h, t}, q.options().dtype(at::kFloat));
+  if (q.is_meta()) {
+    const int64_t bq = g.q_tile, dp = g.d_pad, ldk = g.k_pad;
+    MetaScratch(b * h * Tiles(t, g.q_tile), 2 * bq * dp + 2 * dp * ldk + bq * ldk + 2 * bq);
+    return {out, lse};
+  }
   (q.scalar_type() == at::kBFloat16 ? ops.forward_bf16 : ops.forward_f32)(q, k, v, out, lse,
                                                                           sequences, g);
   return {out, lse};
@@ -95,8 +115,14 @@ FlashGrads FlashBackward(const at::Tensor& q_in, const at::Tensor& k_in, const a
   at::Tensor dq_partial = at::zeros({threads, b, h, t, d}, q.options().dtype(at::kFloat));
   at::Tensor dk = at::empty({b, k.size(2), k.size(1), d}, k.options()).transpose(1, 2);
   at::Tensor dv = at::empty({b, v.size(2), v.size(1), d}, v.options()).transpose(1, 2);
-  (q.scalar_type() == at::kBFloat16 ? ops.backward_bf16 : ops.backward_f32)(
-      q, k, v, LastDimContiguous(out), lse, grad_out, dq_partial, dk, dv, sequences, g);
+  if (q.is_meta()) {
+    const int64_t bq = g.q_tile, dp = g.d_pad, ldk = g.k_pad;
+    MetaScratch(b * g.kv_heads * Tiles(t, g.k_tile),
+                5 * ldk * dp + 3 * bq * dp + 2 * bq * ldk + 2 * bq);
+  } else {
+    (q.scalar_type() == at::kBFloat16 ? ops.backward_bf16 : ops.backward_f32)(
+        q, k, v, LastDimContiguous(out), lse, grad_out, dq_partial, dk, dv, sequences, g);
+  }
   at::Tensor dq = threads == 1 ? dq_partial[0] : dq_partial.sum(0);
   dq_partial.reset();
   return {dq.to(q.scalar_type()), dk, dv};

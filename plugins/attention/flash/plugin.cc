@@ -54,7 +54,7 @@ class FlashAttention final : public memsweep::AttentionStrategy {
   }
   // A CPU kernel: on a GPU, ATen's own flash kernel does this job.
   std::string DeviceRefusal(c10::DeviceType device) const override {
-    if (device == c10::kCPU) return "";
+    if (device == c10::kCPU || device == c10::kMeta) return "";  // meta: memsweep estimate
     return "attention/flash is a CPU kernel; on CUDA use plugin = \"sdpa\" (backend = \"flash\" "
            "for ATen's FlashAttention-2 kernel)";
   }
