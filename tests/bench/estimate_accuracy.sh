@@ -35,6 +35,9 @@ awk -F'\t' '
     if (es == "unsupported" || es == "failed") {
       printf "%-24s %4s %-8s %-11s %s\n", ex, cell, ms, es, why; unsupported++; next
     }
+    if (ms != "ok" && ms != "oom") {  # pending, failed, timeout: no measurement to compare
+      printf "%-24s %4s %-8s %-11s (not measured)\n", ex, cell, ms, es; next
+    }
     verdict_m = (ms == "oom") ? "oom" : "fit"; verdict_e = (es == "oom") ? "oom" : "fit"
     verdicts++; if (verdict_m == verdict_e) agree++
     if (ms != "ok" || es == "oom") {
