@@ -104,6 +104,21 @@ const std::vector<Field>& PluginFields() {
   return kFields;
 }
 
+// run_estimates: a row of core/estimate/isolated_estimate.h's JSON.
+const std::vector<Field>& EstimateFields() {
+  static const std::vector<Field> kFields = [] {
+    std::vector<Field> fields;
+    for (const char* key :
+         {"status", "target", "device", "budget_bytes", "peak_allocated_bytes",
+          "peak_reserved_bytes", "peak_stage", "peak_step", "largest_allocation_bytes",
+          "blas_workspace_bytes", "oom_requested_bytes", "message", "seconds"}) {
+      fields.push_back({key, "", key});
+    }
+    return fields;
+  }();
+  return kFields;
+}
+
 const json& Member(const json& object, const char* key) {
   static const json kNull;
   if (!object.is_object()) return kNull;
@@ -181,44 +196,7 @@ void DeleteRunDetails(SqliteConnection& db, int64_t run_id) {
 }
 
 void StoreRunEstimate(SqliteConnection& db, int64_t run_id, const json& estimate) {
-  SqliteStatement insert = db.Prepare(
-      "INSERT INTO run_estimates (run_id, status, target, device, budget_bytes, "
-      "peak_allocated_bytes, peak_reserved_bytes, peak_stage, peak_step, "
-      "largest_allocation_bytes, blas_workspace_bytes, oom_requested_bytes, message, seconds) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
-  const auto text = [&](int index, const char* key) {
-    if (estimate.contains(key) && estimate[key].is_string()) {
-      insert.BindTextOrNull(index, estimate[key].get<std::string>());
-    } else {
-      insert.BindNull(index);
-    }
-  };
-  const auto integer = [&](int index, const char* key) {
-    if (estimate.contains(key) && estimate[key].is_number_integer()) {
-      insert.BindInt64(index, estimate[key].get<int64_t>());
-    } else {
-      insert.BindNull(index);
-    }
-  };
-  insert.BindInt64(1, run_id);
-  insert.BindText(2, estimate.value("status", std::string("failed")));
-  text(3, "target");
-  text(4, "device");
-  integer(5, "budget_bytes");
-  integer(6, "peak_allocated_bytes");
-  integer(7, "peak_reserved_bytes");
-  text(8, "peak_stage");
-  integer(9, "peak_step");
-  integer(10, "largest_allocation_bytes");
-  integer(11, "blas_workspace_bytes");
-  integer(12, "oom_requested_bytes");
-  text(13, "message");
-  if (estimate.contains("seconds") && estimate["seconds"].is_number()) {
-    insert.BindDouble(14, estimate["seconds"].get<double>());
-  } else {
-    insert.BindNull(14);
-  }
-  insert.Run();
+  InsertOne(db, "run_estimates", EstimateFields(), run_id, estimate);
 }
 
 void StoreRunDetails(SqliteConnection& db, int64_t run_id, const json& result) {
