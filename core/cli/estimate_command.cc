@@ -114,6 +114,18 @@ std::string Table(const std::vector<nlohmann::json>& rows) {
     const std::string label = Str(j, "label");
     out << "cell " << Int(j, "cell") << ": " << (label.empty() ? "-" : label) << "  (" << Str(j, "target")
         << ", " << std::fixed << std::setprecision(2) << j.value("seconds", 0.0) << " s)\n";
+    // Several ranks: the figures above are rank 0's; each rank's peak, and the host pool's.
+    if (j.contains("ranks")) {
+      out << "  " << j["ranks"].size() << " ranks, peak allocated";
+      for (const nlohmann::json& r : j["ranks"]) {
+        out << (r.value("rank", 0) == 0 ? " " : " / ") << Bytes(r.value("peak_allocated_bytes", int64_t{0}))
+            << (r.value("status", std::string("ok")) == "ok" ? "" : " (" + r.value("status", std::string()) + ")");
+      }
+      out << "\n";
+    }
+    if (Int(j, "host_pool_peak_bytes") > 0) {
+      out << "  offloaded to host memory: " << Bytes(Int(j, "host_pool_peak_bytes")) << "\n";
+    }
   }
   return out.str();
 }
@@ -133,7 +145,8 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       "grads_bytes", "optimizer_bytes", "activations_bytes", "saved_activations_bytes",
       "peak_stage", "peak_step", "largest_allocation_bytes", "largest_allocation_what",
       "largest_allocation_stage", "blas_workspaces", "blas_workspace_bytes", "headroom_bytes",
-      "marginal", "oom_requested_bytes", "oom_stage", "message", "seconds"};
+      "marginal", "oom_requested_bytes", "oom_stage", "world_size", "host_pool_peak_bytes",
+      "message", "seconds"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << "\r\n";  // RFC 4180's line ends, as memsweep query writes them

@@ -1,6 +1,8 @@
 #include "core/estimate/cell_estimate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +12,7 @@
 #include "core/env/gpu_catalog.h"
 #include "core/estimate/blas_workspaces.h"
 #include "core/estimate/meta_attention.h"
+#include "core/estimate/meta_communicator.h"
 #include "core/memory/byte_size.h"
 #include "core/train/trainer.h"
 #include "memsweep/stage.h"
@@ -122,30 +125,51 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
     e.device = "budget " + memory::FormatBytes(*cfg.device.memory_budget_bytes);
   }
   e.budget_bytes = cfg.device.memory_budget_bytes.value_or(0);
-  if (cfg.device.world_size > 1) {
-    e.status = EstimateStatus::kUnsupported;
-    e.message = "[device] world_size = " + std::to_string(cfg.device.world_size) +
-                ": cells of several ranks are not estimated yet (docs/estimate.md); measure it "
-                "with memsweep run";
-    return done();
-  }
+  const int world = std::max(1, cfg.device.world_size);
+  e.world_size = world;
   cfg.device.type = "meta";
-  config::ValidatedRun run;
-  try {
-    run = config::ValidateRun(std::move(cfg));
-  } catch (const config::ConfigError& error) {
-    e.status = EstimateStatus::kUnsupported;
-    e.message = error.what();
-    return done();
+  // Each rank runs alone, with a communicator that moves no data (meta_communicator.h).
+  std::optional<train::RunResult> first_failure;
+  int failed_rank = -1;
+  for (int rank = 0; rank < world; ++rank) {
+    config::ValidatedRun run;
+    try {
+      run = config::ValidateRun(cfg);
+    } catch (const config::ConfigError& error) {
+      e.status = EstimateStatus::kUnsupported;
+      e.message = error.what();
+      return done();
+    }
+    train::Trainer trainer(run.config, std::move(run.strategies));
+    std::unique_ptr<dist::CountingCommunicator> comm;
+    if (world > 1) {
+      comm = MakeMetaCommunicator(rank, world, target == c10::DeviceType::CUDA);
+      trainer.SetCommunicator(comm.get());
+    }
+    std::optional<ScopedBlasWorkspaces> workspaces;
+    if (target == c10::DeviceType::CUDA) {
+      e.blas_workspace_bytes = CublasWorkspaceBytes(compute_capability);
+      workspaces.emplace(e.blas_workspace_bytes);
+    }
+    train::RunResult result = trainer.Run();
+    if (workspaces && rank == 0) e.blas_workspaces = workspaces->Taken();
+    e.host_pool_peak_bytes = std::max(e.host_pool_peak_bytes, result.dist.host_pool_peak_bytes);
+    if (world > 1) {
+      e.ranks.push_back({rank, result.status, result.error, result.memory.peak_allocated_bytes,
+                         result.memory.peak_reserved_bytes, result.dist.host_pool_peak_bytes});
+    }
+    if (result.status != train::RunStatus::kOk && !first_failure) {
+      first_failure = result;
+      failed_rank = rank;
+    }
+    if (rank == 0) e.run = std::move(result);
   }
-  train::Trainer trainer(run.config, std::move(run.strategies));
-  std::optional<ScopedBlasWorkspaces> workspaces;
-  if (target == c10::DeviceType::CUDA) {
-    e.blas_workspace_bytes = CublasWorkspaceBytes(compute_capability);
-    workspaces.emplace(e.blas_workspace_bytes);
+  // The cell's outcome: rank 0's figures; the first rank that failed decides the status.
+  if (first_failure && failed_rank > 0) {
+    e.run.status = first_failure->status;
+    e.run.error = "rank " + std::to_string(failed_rank) + ": " + first_failure->error;
+    e.run.oom = first_failure->oom;
   }
-  e.run = trainer.Run();
-  if (workspaces) e.blas_workspaces = workspaces->Taken();
   FindPeak(e);
   switch (e.run.status) {
     case train::RunStatus::kOk:
@@ -160,7 +184,8 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
         for (Stage s : {Stage::kEnvironment, Stage::kModel, Stage::kData, Stage::kOptimizer}) {
           set_up = set_up || e.peak_stage == StageName(s);
         }
-        e.peak_step = set_up ? -1 : static_cast<int64_t>(e.run.steps.size());
+        const size_t steps = failed_rank > 0 ? first_failure->steps.size() : e.run.steps.size();
+        e.peak_step = set_up ? -1 : static_cast<int64_t>(steps);
       }
       break;
     case train::RunStatus::kFailed:

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/config/run_config.h"
 #include "core/experiment/cell.h"
@@ -40,6 +41,16 @@ struct EstimateTarget {
   int compute_capability = 0;
 };
 
+// One rank of a cell of several ranks: its own run on the meta device.
+struct RankEstimate {
+  int rank = 0;
+  train::RunStatus status = train::RunStatus::kOk;
+  std::string message;  // the rank's error ("" when it ran through)
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t host_pool_peak_bytes = 0;  // offloaded state, outside the device budget
+};
+
 struct CellEstimate {
   int64_t cell_index = 0;
   std::string label;  // the cell's matrix values ("" for a single-cell experiment)
@@ -50,7 +61,13 @@ struct CellEstimate {
   int64_t budget_bytes = 0;  // the device's usable memory (0 = none)
   std::string peak_stage;  // where the peak allocated bytes fall
   int64_t peak_step = -1;
-  train::RunResult run;    // the estimate's run: memory breakdown, timeline, steps, oom
+  // The estimate's run: memory breakdown, timeline, steps, oom. With several ranks rank 0's, as
+  // a measured run's run_metrics keep rank 0's figures; `ranks` has each rank's peaks, and the
+  // verdict is over every rank (the first that runs out names the status and message).
+  train::RunResult run;
+  int world_size = 1;
+  std::vector<RankEstimate> ranks;  // every rank, in order (empty for one rank)
+  int64_t host_pool_peak_bytes = 0;  // the highest rank's offloaded state (host memory)
   // CUDA targets: the cuBLAS workspaces the run took (blas_workspaces.h) and each one's bytes.
   int blas_workspaces = 0;
   int64_t blas_workspace_bytes = 0;

@@ -49,11 +49,28 @@ nlohmann::json EstimateToJson(const CellEstimate& e) {
     j["blas_workspaces"] = e.blas_workspaces;
     j["blas_workspace_bytes"] = e.blas_workspace_bytes;
   }
+  // The verdict is the rank that needs the most (rank 0's figures above, as a run stores them).
+  int64_t reserved = m.peak_reserved_bytes;
+  if (e.world_size > 1) {
+    j["world_size"] = e.world_size;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankEstimate& r : e.ranks) {
+      reserved = std::max(reserved, r.peak_reserved_bytes);
+      ranks.push_back({{"rank", r.rank},
+                       {"status", train::RunStatusName(r.status)},
+                       {"error", r.message},
+                       {"peak_allocated_bytes", r.peak_allocated_bytes},
+                       {"peak_reserved_bytes", r.peak_reserved_bytes},
+                       {"host_pool_peak_bytes", r.host_pool_peak_bytes}});
+    }
+    j["ranks"] = ranks;
+  }
+  j["host_pool_peak_bytes"] = e.host_pool_peak_bytes;
   if (e.status == EstimateStatus::kFits) {
-    j["headroom_bytes"] = e.budget_bytes - m.peak_reserved_bytes;
+    j["headroom_bytes"] = e.budget_bytes - reserved;
     // Within the estimate's error on reserved bytes against a real caching allocator (under 1 %
     // on the H200, docs/estimate.md): the real allocator's block choice decides.
-    j["marginal"] = (e.budget_bytes - m.peak_reserved_bytes) * 100 < e.budget_bytes;
+    j["marginal"] = (e.budget_bytes - reserved) * 100 < e.budget_bytes;
   }
   if (e.run.oom) {
     j["oom_requested_bytes"] = e.run.oom->requested_bytes;

@@ -16,19 +16,22 @@ int64_t CountingHostPool::BytesOf(at::IntArrayRef sizes, c10::ScalarType dtype) 
 }
 
 at::Tensor CountingHostPool::Counted(void* data, int64_t bytes, at::IntArrayRef sizes,
-                                     c10::ScalarType dtype, std::function<void()> release) {
+                                     c10::ScalarType dtype, std::function<void()> release,
+                                     c10::DeviceType device) {
   const int64_t now = counters_->allocated.fetch_add(bytes) + bytes;
   int64_t peak = counters_->peak.load();
   while (now > peak && !counters_->peak.compare_exchange_weak(peak, now)) {
   }
   std::shared_ptr<Counters> counters = counters_;
-  return at::from_blob(
-      data, sizes,
-      [counters, bytes, release = std::move(release)](void*) {
+  // The device named, not looked up from the pointer (a meta tensor's points at no device).
+  return at::for_blob(data, sizes)
+      .deleter([counters, bytes, release = std::move(release)](void*) {
         release();
         counters->allocated.fetch_sub(bytes);
-      },
-      at::TensorOptions().dtype(dtype));
+      })
+      .options(at::TensorOptions().dtype(dtype).device(device))
+      .target_device(c10::Device(device))
+      .make_tensor();
 }
 
 }  // namespace memsweep::memory

@@ -1,7 +1,8 @@
 // CountingHostPool: the part of every HostPool (memsweep/host_pool.h) that counts: each tensor it
 // hands out carries a deleter that gives its memory back and lowers the pool's count, so the
 // pool's bytes and peak stay exact even for tensors that outlive it. MallocHostPool (CPU) and
-// PinnedHostPool (CUDA) differ only in where the memory comes from.
+// PinnedHostPool (CUDA) differ only in where the memory comes from; MetaHostPool (the estimate)
+// hands out meta tensors, counted and never allocated.
 #pragma once
 
 #include <atomic>
@@ -20,9 +21,10 @@ class CountingHostPool : public HostPool {
 
  protected:
   static int64_t BytesOf(at::IntArrayRef sizes, c10::ScalarType dtype);
-  // A tensor over `data` (`bytes` long); `release` frees the memory when the tensor goes.
+  // A tensor over `data` (`bytes` long) on `device`; `release` frees the memory when the tensor
+  // goes.
   at::Tensor Counted(void* data, int64_t bytes, at::IntArrayRef sizes, c10::ScalarType dtype,
-                     std::function<void()> release);
+                     std::function<void()> release, c10::DeviceType device = c10::kCPU);
 
  private:
   struct Counters {

@@ -25,6 +25,7 @@
 #include "core/env/threads.h"
 #include "core/memory/device_meter.h"
 #include "core/memory/malloc_host_pool.h"
+#include "core/memory/meta_host_pool.h"
 #include "core/memory/meta_tracking.h"
 #include "core/memory/pinned_host_pool.h"
 #include "core/memory/storage_bytes.h"
@@ -669,9 +670,10 @@ bool SetUpDevice(const config::RunConfig& config, const c10::Device& device,
 }
 
 // Offloaded state lives in host memory the device accounting does not count: pinned on CUDA
-// (asynchronous copies), malloc'ed on the CPU.
+// (asynchronous copies), malloc'ed on the CPU, counted only on meta.
 std::unique_ptr<HostPool> MakeHostPool(const c10::Device& device) {
   if (device.is_cuda()) return std::make_unique<memory::PinnedHostPool>();
+  if (device.is_meta()) return std::make_unique<memory::MetaHostPool>();  // the estimate
   return std::make_unique<memory::MallocHostPool>();
 }
 

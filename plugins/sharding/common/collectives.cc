@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace memsweep::sharding {
 
@@ -29,6 +30,9 @@ double PartitionedNorm(Communicator& comm, const at::Tensor& owned) {
     squares.add_(chunk.to(at::kDouble).pow_(2).sum());
   }
   comm.AllReduceSum(squares);
+  // An estimate's gradients have no values (the meta device): the sum's tensors are allocated,
+  // the norm is NaN, and the clipping scale (ClipScale) stays 1, which allocates nothing either.
+  if (squares.is_meta()) return std::numeric_limits<double>::quiet_NaN();
   return std::sqrt(squares.item<double>());
 }
 

@@ -61,7 +61,11 @@ void PartitionOptimizer::Step(RunContext& ctx, at::Tensor& owned, at::Tensor& gr
   // Rounded to the parameters' dtype; nothing to copy when the master is the owned partition.
   // From the host pool (pinned on CUDA) the copy back to the device is asynchronous: the next
   // read of master_ on the host comes after the next step's blocking gradient copy.
-  if (master_.defined() && !master_.is_same(owned)) owned.copy_(master_, /*non_blocking=*/offload_);
+  // Asynchronous only where it can be: from pinned host memory to a GPU (the meta device of an
+  // estimate has no streams).
+  if (master_.defined() && !master_.is_same(owned)) {
+    owned.copy_(master_, /*non_blocking=*/offload_ && owned.is_cuda());
+  }
 }
 
 void PartitionOptimizer::AddModelState(ModelStateTensors& state) const {
