@@ -9,11 +9,14 @@
 
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
+#include "core/env/cpu_gemm.h"
 #include "core/env/gpu_catalog.h"
 #include "core/estimate/blas_workspaces.h"
 #include "core/estimate/meta_attention.h"
 #include "core/estimate/meta_communicator.h"
+#include "core/estimate/meta_upcast_gemm.h"
 #include "core/memory/byte_size.h"
+#include "core/memory/tracking_allocator.h"
 #include "core/train/trainer.h"
 #include "memsweep/stage.h"
 
@@ -140,19 +143,28 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
       e.message = error.what();
       return done();
     }
-    train::Trainer trainer(run.config, std::move(run.strategies));
-    std::unique_ptr<dist::CountingCommunicator> comm;
-    if (world > 1) {
-      comm = MakeMetaCommunicator(rank, world, target == c10::DeviceType::CUDA);
-      trainer.SetCommunicator(comm.get());
+    train::RunResult result;
+    {
+      train::Trainer trainer(run.config, std::move(run.strategies));
+      std::unique_ptr<dist::CountingCommunicator> comm;
+      if (world > 1) {
+        comm = MakeMetaCommunicator(rank, world, target == c10::DeviceType::CUDA);
+        trainer.SetCommunicator(comm.get());
+      }
+      std::optional<ScopedBlasWorkspaces> workspaces;
+      std::optional<ScopedMetaUpcastGemm> upcast;
+      if (target == c10::DeviceType::CUDA) {
+        e.blas_workspace_bytes = CublasWorkspaceBytes(compute_capability);
+        workspaces.emplace(e.blas_workspace_bytes);
+      } else if (env::ChooseBf16Gemm(run.config.device.gemm) == env::Bf16Gemm::kUpcast) {
+        upcast.emplace();  // the CPU run's bf16 products widen their operands here
+      }
+      result = trainer.Run();
+      if (workspaces && rank == 0) e.blas_workspaces = workspaces->Taken();
     }
-    std::optional<ScopedBlasWorkspaces> workspaces;
-    if (target == c10::DeviceType::CUDA) {
-      e.blas_workspace_bytes = CublasWorkspaceBytes(compute_capability);
-      workspaces.emplace(e.blas_workspace_bytes);
-    }
-    train::RunResult result = trainer.Run();
-    if (workspaces && rank == 0) e.blas_workspaces = workspaces->Taken();
+    // What outlived the run (the plugins' own tensors, the workspaces) went back to the backend
+    // the run had installed: the next rank starts from an empty device, as a real rank does.
+    memory::TrackingAllocator::Instance().EmptyEveryCache();
     e.host_pool_peak_bytes = std::max(e.host_pool_peak_bytes, result.dist.host_pool_peak_bytes);
     if (world > 1) {
       e.ranks.push_back({rank, result.status, result.error, result.memory.peak_allocated_bytes,

@@ -1,6 +1,7 @@
 #include "core/estimate/meta_attention.h"
 
 #include "core/env/silent_warnings.h"
+#include "core/sdk/meta_target.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -48,6 +49,7 @@ void InstallChoice() {
 void SetMetaTarget(c10::DeviceType target) {
   InstallChoice();
   g_target = target;
+  SetMetaDeviceTarget(target);  // core's own per-device paths (core/sdk/meta_target.h)
 }
 
 c10::DeviceType MetaTarget() { return g_target.load(); }

@@ -32,13 +32,8 @@ class MetaGlooCommunicator final : public dist::GlooStagedCommunicator {
   void SendAllToAll(at::Tensor&, at::Tensor&) override {}
   void SendBarrier() override {}
   void SendReduce(at::Tensor&, int) override {}
-  // At the root LibTorch 2.11's gather holds two stacked buffers at once (measured: a real
-  // rank's peak within ReduceSum of bf16 exceeds one buffer's by exactly another), so this
-  // takes both.
   void SendGather(std::vector<at::Tensor>& outputs, const at::Tensor& input, int) override {
-    if (outputs.empty()) return;
-    const at::Tensor first = StackedLike(input, static_cast<int64_t>(outputs.size()));
-    CopyOut(StackedLike(input, static_cast<int64_t>(outputs.size())), outputs);
+    if (!outputs.empty()) CopyOut(StackedLike(input, static_cast<int64_t>(outputs.size())), outputs);
   }
 
  private:

@@ -151,6 +151,11 @@ void TrackingAllocator::EmptyCache() {
   backend_->EmptyCache();
 }
 
+void TrackingAllocator::EmptyEveryCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& backend : backends_) backend->EmptyCache();
+}
+
 void TrackingAllocator::SetBudget(std::optional<int64_t> budget_bytes) {
   budget_.store(budget_bytes ? *budget_bytes : -1);
 }

@@ -79,6 +79,10 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
   std::shared_ptr<MemoryBackend> BackendPtr() const;
   // Asks the active backend to give its cached, unused memory back to the device.
   void EmptyCache();
+  // Every backend installed so far, the current one and those a run installed and replaced:
+  // frees their unused segments. For runs one after another in one process (the estimate's ranks),
+  // whose last tensors (a plugin's, freed with it after the run) went back to a replaced backend.
+  void EmptyEveryCache();
 
   // Device budget in bytes; nullopt = unlimited.
   void SetBudget(std::optional<int64_t> budget_bytes);

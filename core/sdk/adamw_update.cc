@@ -10,16 +10,21 @@
 
 #include "core/sdk/adamw_composite.h"
 #include "core/sdk/adamw_kernel.h"
+#include "core/sdk/meta_target.h"
 
 namespace memsweep {
 namespace {
 
 constexpr int64_t kGrain = int64_t{1} << 15;  // elements per parallel chunk
 
+// The fused loop's tensors: on the CPU (or on meta tensors standing for it: an estimate), fp32,
+// contiguous, all of p's length.
 bool Fusable(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& m,
              const at::Tensor& v) {
   for (const at::Tensor* t : {&p, &grad, &m, &v}) {
-    if (!t->device().is_cpu() || t->scalar_type() != at::kFloat || !t->is_contiguous() ||
+    const bool cpu = t->device().is_cpu() ||
+                     (t->device().is_meta() && MetaDeviceTarget() == c10::DeviceType::CPU);
+    if (!cpu || t->scalar_type() != at::kFloat || !t->is_contiguous() ||
         t->numel() != p.numel()) {
       return false;
     }
@@ -48,6 +53,7 @@ void AdamWUpdate(const at::Tensor& p, const at::Tensor& grad, const at::Tensor& 
     CompositeAdamWUpdate(p, grad, exp_avg, exp_avg_sq, h, step, kCompositeChunkElements);
     return;
   }
+  if (p.is_meta()) return;  // the fused loop allocates nothing, and a meta tensor has no data
   torch::NoGradGuard no_grad;
   const double bias1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
   const double bias2 = 1.0 - std::pow(h.beta2, static_cast<double>(step));

@@ -86,7 +86,11 @@ void GradientGroups::ReduceRange(at::Tensor& buffer, const Range& range, Communi
       const int64_t length = std::min(step, hi - begin);
       at::Tensor piece = buffer.narrow(0, range.buffer + (begin - range.flat), length);
       comm.ReduceSum(piece, r);
-      if (r == layout_.rank) owned.narrow(0, begin - layout_.Begin(r), length).add_(piece);
+      // Widened explicitly (bf16 gradients into fp32 owned ones): `add_` would widen the piece
+      // into a temporary that LibTorch's CPU kernel allocates and its meta kernel does not.
+      if (r == layout_.rank) {
+        owned.narrow(0, begin - layout_.Begin(r), length).add_(piece.to(owned.scalar_type()));
+      }
     }
   }
 }
