@@ -126,6 +126,11 @@ std::string Table(const std::vector<nlohmann::json>& rows) {
     if (Int(j, "host_pool_peak_bytes") > 0) {
       out << "  offloaded to host memory: " << Bytes(Int(j, "host_pool_peak_bytes")) << "\n";
     }
+    if (j.value("host_short", false)) {
+      out << "  host memory: the workers need about " << Bytes(Int(j, "host_bytes")) << ", "
+          << Bytes(Int(j, "host_available_bytes"))
+          << " is available here: the kernel's OOM killer would end a worker\n";
+    }
   }
   return out.str();
 }
@@ -146,7 +151,7 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       "peak_stage", "peak_step", "largest_allocation_bytes", "largest_allocation_what",
       "largest_allocation_stage", "blas_workspaces", "blas_workspace_bytes", "headroom_bytes",
       "marginal", "oom_requested_bytes", "oom_stage", "world_size", "host_pool_peak_bytes",
-      "message", "seconds"};
+      "host_bytes", "host_available_bytes", "host_short", "message", "seconds"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << "\r\n";  // RFC 4180's line ends, as memsweep query writes them

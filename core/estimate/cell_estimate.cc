@@ -16,6 +16,7 @@
 #include "core/estimate/meta_communicator.h"
 #include "core/estimate/meta_upcast_gemm.h"
 #include "core/memory/byte_size.h"
+#include "core/memory/rss.h"
 #include "core/memory/tracking_allocator.h"
 #include "core/train/trainer.h"
 #include "memsweep/stage.h"
@@ -176,6 +177,18 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
     }
     if (rank == 0) e.run = std::move(result);
   }
+  // Host memory: every rank's process, offloaded state and, on the CPU, device bytes.
+  const int64_t process_bytes = memory::PeakRssBytes();
+  const bool on_host = target == c10::DeviceType::CPU;
+  if (e.ranks.empty()) {
+    e.host_bytes = process_bytes + e.host_pool_peak_bytes +
+                   (on_host ? e.run.memory.peak_reserved_bytes : 0);
+  } else {
+    for (const RankEstimate& r : e.ranks) {
+      e.host_bytes += process_bytes + r.host_pool_peak_bytes + (on_host ? r.peak_reserved_bytes : 0);
+    }
+  }
+  e.host_available_bytes = memory::HostAvailableBytes();
   // The cell's outcome: rank 0's figures; the first rank that failed decides the status.
   if (first_failure && failed_rank > 0) {
     e.run.status = first_failure->status;

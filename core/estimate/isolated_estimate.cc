@@ -66,6 +66,10 @@ nlohmann::json EstimateToJson(const CellEstimate& e) {
     j["ranks"] = ranks;
   }
   j["host_pool_peak_bytes"] = e.host_pool_peak_bytes;
+  j["host_bytes"] = e.host_bytes;
+  j["host_available_bytes"] = e.host_available_bytes;
+  // More host memory than this machine has free: the kernel's OOM killer would end a worker.
+  j["host_short"] = e.host_available_bytes > 0 && e.host_bytes > e.host_available_bytes;
   if (e.status == EstimateStatus::kFits) {
     j["headroom_bytes"] = e.budget_bytes - reserved;
     // Within the estimate's error on reserved bytes against a real caching allocator (under 1 %

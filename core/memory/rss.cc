@@ -6,8 +6,8 @@
 namespace memsweep::memory {
 namespace {
 
-int64_t ReadStatusKib(const std::string& key) {
-  std::ifstream status("/proc/self/status");
+int64_t ReadKib(const char* file, const std::string& key) {
+  std::ifstream status(file);
   std::string line;
   while (std::getline(status, line)) {
     if (line.compare(0, key.size(), key) == 0) {
@@ -19,8 +19,9 @@ int64_t ReadStatusKib(const std::string& key) {
 
 }  // namespace
 
-int64_t CurrentRssBytes() { return ReadStatusKib("VmRSS:"); }
-int64_t PeakRssBytes() { return ReadStatusKib("VmHWM:"); }
+int64_t CurrentRssBytes() { return ReadKib("/proc/self/status", "VmRSS:"); }
+int64_t PeakRssBytes() { return ReadKib("/proc/self/status", "VmHWM:"); }
+int64_t HostAvailableBytes() { return ReadKib("/proc/meminfo", "MemAvailable:"); }
 
 bool ResetPeakRss() {
   std::ofstream clear("/proc/self/clear_refs");

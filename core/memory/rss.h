@@ -18,5 +18,8 @@ int64_t PeakRssBytes();
 // Resets VmHWM to the current RSS (writes "5" to /proc/self/clear_refs). Returns false when the
 // kernel refuses; the peak then covers the whole process lifetime.
 bool ResetPeakRss();
+// MemAvailable from /proc/meminfo, in bytes: the host memory new processes can take without
+// swapping (0 if unavailable).
+int64_t HostAvailableBytes();
 
 }  // namespace memsweep::memory

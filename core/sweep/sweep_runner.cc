@@ -148,8 +148,13 @@ std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const
                                              const std::string& self, const std::string& cell_file,
                                              const std::string& stderr_path,
                                              double timeout_seconds) {
-  // A cell that did not end in its time would hang its estimate too (the same plugins' hooks).
-  if (outcome.status == RunStatus::kTimeout) return std::nullopt;
+  // A cell that did not end in its time would hang its estimate too (the same plugins' hooks); one
+  // that failed has no figure to check an estimate against, and its estimate meets the same
+  // failing plugin — or waits forever where a rank's hang ended the run at a collective's
+  // timeout, which the estimate's collectives do not have.
+  if (outcome.status == RunStatus::kTimeout || outcome.status == RunStatus::kFailed) {
+    return std::nullopt;
+  }
   estimate::EstimateTarget target;
   if (outcome.result && outcome.result->contains("environment")) {
     const nlohmann::json& environment = (*outcome.result)["environment"];

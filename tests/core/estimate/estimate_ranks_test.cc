@@ -1,6 +1,7 @@
 // The estimate of a cell of several ranks (docs/estimate.md, "Several ranks") against the same
 // cell run by `memsweep run`: each rank's peak allocated bytes and offloaded state, from the
-// estimate's `ranks` (memsweep estimate --format json) and the run's run_ranks rows; and the
+// estimate's `ranks` (memsweep estimate --format json) and the run's run_ranks rows; the host
+// memory the workers need against what their resident sets measured; and the
 // run's own stored estimate (rank 0's, as run_metrics keeps rank 0's figures). On the CPU the
 // estimate's collectives take Gloo's buffers as the real ones do, so the figures agree to the
 // byte here; the test holds 1 % so that a LibTorch kernel's scratch buffer cannot break it.
@@ -57,6 +58,13 @@ TEST(EstimateRanksTest, EveryRankFollowsItsMeasuredRun) {
   const nlohmann::json estimates = nlohmann::json::parse(est.output.substr(est.output.find('{')));
 
   results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  // Per cell, the workers' measured peak resident sets summed over ranks.
+  std::map<int, int64_t> measured_rss;
+  for (const auto& row : db.Query("SELECT r.cell_index, SUM(k.peak_rss_bytes) FROM run_ranks k "
+                                  "JOIN runs r ON r.id = k.run_id GROUP BY r.cell_index")
+                             .rows) {
+    measured_rss[std::stoi(*row[0])] = std::stoll(*row[1]);
+  }
   // (cell, rank) -> measured peak allocated, host pool peak.
   std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> measured;
   for (const auto& row :
@@ -74,6 +82,18 @@ TEST(EstimateRanksTest, EveryRankFollowsItsMeasuredRun) {
     ASSERT_EQ(cell["status"], "fits") << cell.dump();
     ASSERT_EQ(cell["world_size"], 2) << cell.dump();
     ASSERT_EQ(cell["ranks"].size(), 2u);
+    // Host memory: the ranks' device bytes (a CPU cell's are host memory) and offloaded state,
+    // plus a process each; a floor under what the workers' resident sets measured.
+    int64_t tensors = 0;
+    for (const nlohmann::json& rank : cell["ranks"]) {
+      tensors += rank["peak_reserved_bytes"].get<int64_t>() +
+                 rank["host_pool_peak_bytes"].get<int64_t>();
+    }
+    const int64_t host = cell["host_bytes"].get<int64_t>();
+    EXPECT_GT(host, tensors) << "cell " << index;
+    EXPECT_LE(host, measured_rss.at(index)) << "cell " << index;
+    EXPECT_GT(cell["host_available_bytes"].get<int64_t>(), 0);
+    EXPECT_FALSE(cell["host_short"].get<bool>()) << "cell " << index;
     for (const nlohmann::json& rank : cell["ranks"]) {
       const auto [peak, host_pool] = measured.at({index, rank["rank"].get<int>()});
       const int64_t estimated = rank["peak_allocated_bytes"].get<int64_t>();
