@@ -72,6 +72,25 @@ bool LacksMetaKernel(const std::string& error) {
          error.find("no fake impl or Meta kernel") != std::string::npos;
 }
 
+// For a CUDA target: the first plugin that refuses the CUDA device, in the words `memsweep plan`
+// uses on a machine with a GPU; "" when every plugin runs there (or the target is the CPU).
+std::string CudaRefusal(const plugin::StrategySet& strategies, c10::DeviceType target) {
+  if (target != c10::DeviceType::CUDA) return "";
+  for (const plugin::ActiveStrategy& strategy : strategies) {
+    std::string why;
+    try {
+      why = strategy.impl->DeviceRefusal(c10::kCUDA);
+    } catch (const std::exception& error) {
+      why = error.what();
+    }
+    if (!why.empty()) {
+      return "[strategies." + strategy.slot + "] plugin = \"" + strategy.name +
+             "\" cannot run on the CUDA device ([device] type = \"cuda\"): " + why;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* EstimateStatusName(EstimateStatus status) {
@@ -142,6 +161,13 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
     } catch (const config::ConfigError& error) {
       e.status = EstimateStatus::kUnsupported;
       e.message = error.what();
+      return done();
+    }
+    // A CUDA cell's plugins are validated on meta tensors; the ones that cannot run on CUDA
+    // (attention/flash: memsweep's CPU kernel) are refused as `memsweep plan` would refuse them.
+    if (const std::string refusal = CudaRefusal(run.strategies, target); !refusal.empty()) {
+      e.status = EstimateStatus::kUnsupported;
+      e.message = refusal;
       return done();
     }
     train::RunResult result;

@@ -202,6 +202,18 @@ TEST(EstimateTest, TheRankThatNeedsTheMostDecidesTheVerdict) {
   EXPECT_NE(e.message.find("out of memory"), std::string::npos) << e.message;
 }
 
+// A CUDA cell whose plugin cannot run on CUDA is refused as `memsweep plan` refuses it on a
+// machine with a GPU, not estimated with the plugin's CPU kernel; the same cell for the CPU is.
+TEST(EstimateTest, ACudaCellWithAPluginThatRefusesCudaIsUnsupported) {
+  const config::RunConfig cfg = TinyRun(1, {"strategies.attention.plugin=\"flash\""});
+  const CellEstimate cuda = estimate::EstimateRun(cfg, c10::DeviceType::CUDA);
+  EXPECT_EQ(cuda.status, EstimateStatus::kUnsupported);
+  EXPECT_NE(cuda.message.find("plugin = \"flash\" cannot run on the CUDA device"),
+            std::string::npos)
+      << cuda.message;
+  EXPECT_EQ(estimate::EstimateRun(cfg).status, EstimateStatus::kEstimated);
+}
+
 // Qwen2.5-7B (the bundled config, 7.6 B parameters) with LoRA over a bf16 base: the estimate
 // holds its 15 GB base as address space only — the process's resident memory grows by a small
 // part of it — and runs no arithmetic.
