@@ -171,6 +171,7 @@ ExitCode Estimate(const EstimateOptions& options) {
   config::RefuseFailedStartupPlugins();
   estimate::EstimateTarget target;
   target.device = options.device;
+  target.auto_device = options.auto_device;
   estimate::CheckTarget(target);
   if (!options.arch.empty()) {
     const std::optional<int> cc = estimate::ParseComputeCapability(options.arch);
@@ -238,6 +239,10 @@ void AddEstimateCommand(CLI::App& app, EstimateOptions& options, ExitCode& exit_
   // memsweep run's own use (a runner with threads estimates a cell in a new process): the file
   // is a cell file as `memsweep worker` reads it, its relative paths anchored at --source.
   command->add_option("--source", options.source, "")->group("");
+  // memsweep run's own: the device an "auto" cell's worker took (cell_estimate.h).
+  command->add_option("--auto-device", options.auto_device, "")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->group("");
   AddCommand(command, exit_code, [&options] { return Estimate(options); });
 }
 

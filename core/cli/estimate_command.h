@@ -23,6 +23,7 @@ struct EstimateOptions {
   std::string format = "table";        // table | csv | json | markdown
   std::string arch;                    // --arch sm_90|9.0|90: the GPU that runs the cells
   std::string source;  // --source FILE (hidden): `file` is one cell file of that experiment
+  std::string auto_device;  // --auto-device cpu|cuda (hidden): the device an "auto" cell took
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

@@ -29,11 +29,18 @@ namespace {
 // A CUDA cell's allocator is LibTorch's caching allocator whichever plugin it names: an estimate
 // of one with allocator/default (LibTorch's defaults on CUDA) reserves through allocator/caching's
 // emulation of it with the same defaults.
+// The device type a cell's estimate stands for: its own, an "auto" cell's the one it took.
+std::string StandsFor(const experiment::Cell& cell, const EstimateTarget& target) {
+  const std::string type = cell.document["device"]["type"].value_or(std::string("cpu"));
+  if (type != "auto") return type;
+  return target.auto_device.empty() ? "cpu" : target.auto_device;
+}
+
 toml::table EstimateDocument(const experiment::Cell& cell, const EstimateTarget& target) {
   toml::table doc = cell.document;
   if (!doc.contains("device")) doc.insert("device", toml::table{});
   toml::table& device = *doc["device"].as_table();
-  if (device["type"].value_or(std::string()) == "cuda") {
+  if (StandsFor(cell, target) == "cuda") {
     if (!doc.contains("strategies")) doc.insert("strategies", toml::table{});
     toml::table& strategies = *doc["strategies"].as_table();
     if (!strategies.contains("allocator")) strategies.insert("allocator", toml::table{});
@@ -119,8 +126,7 @@ void CheckCell(const experiment::Cell& cell, const EstimateTarget& target) {
 }
 
 CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target) {
-  const auto type = cell.document["device"]["type"];
-  const bool cuda = type.value_or(std::string()) == "cuda";
+  const bool cuda = StandsFor(cell, target) == "cuda";
   CellEstimate e =
       EstimateRun(config::RunConfigFromTable(EstimateDocument(cell, target), cell.source),
                   cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU, target.compute_capability);

@@ -39,6 +39,10 @@ struct EstimateTarget {
   // else a card other than sm_90. `memsweep run` passes its own GPU's (an H200 emulating an
   // A10G takes the H200's workspaces).
   int compute_capability = 0;
+  // The device a cell of `[device] type = "auto"` took where it ran ("cpu" or "cuda": `memsweep
+  // run` passes its worker's); "" = the CPU, as on a machine without a GPU. Other types keep
+  // their own.
+  std::string auto_device;
 };
 
 // One rank of a cell of several ranks: its own run on the meta device.

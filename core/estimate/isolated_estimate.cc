@@ -170,6 +170,7 @@ nlohmann::json EstimateExecuted(const std::string& self, const std::string& cell
     argv.insert(argv.end(), {"--arch", std::to_string(target.compute_capability)});
   }
   if (!target.device.empty()) argv.insert(argv.end(), {"--device", target.device});
+  if (!target.auto_device.empty()) argv.insert(argv.end(), {"--auto-device", target.auto_device});
   process::ChildOptions options;
   options.stdout_mode = process::ChildOptions::Stdout::kPipe;
   options.stderr_path = stderr_path;

@@ -156,6 +156,11 @@ std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const
     return std::nullopt;
   }
   estimate::EstimateTarget target;
+  // An "auto" cell is estimated for the device its worker took.
+  if (outcome.result && outcome.result->contains("device")) {
+    const std::string ran_on = (*outcome.result)["device"].value("device", std::string());
+    target.auto_device = ran_on.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+  }
   if (outcome.result && outcome.result->contains("environment")) {
     const nlohmann::json& environment = (*outcome.result)["environment"];
     const std::string cc = environment.value("compute_capability", std::string());

@@ -7,16 +7,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/estimate/cell_estimate.h"
+#include "core/experiment/experiment_plan.h"
 #include "core/memory/rss.h"
+#include "support/cli_runner.h"
 #include "support/run_configs.h"
 
 namespace memsweep::testing_support {
 namespace {
 
+namespace fs = std::filesystem;
 using estimate::CellEstimate;
 using estimate::EstimateStatus;
 using train::RunStatus;
@@ -212,6 +217,31 @@ TEST(EstimateTest, ACudaCellWithAPluginThatRefusesCudaIsUnsupported) {
             std::string::npos)
       << cuda.message;
   EXPECT_EQ(estimate::EstimateRun(cfg).status, EstimateStatus::kEstimated);
+}
+
+// A cell of type "auto" stands for the device it took: the CPU by default (a machine without a
+// GPU), CUDA where `memsweep run`'s worker took a GPU — then with CUDA's caching allocator and
+// cuBLAS workspaces.
+TEST(EstimateTest, AnAutoCellIsEstimatedForTheDeviceItTook) {
+  const std::string text =
+      "[experiment]\nname = \"auto\"\nsteps = 1\nwarmup_steps = 0\nseed = 1\n"
+      "[model]\npreset = \"tiny\"\n[data]\npath = \"data/devils-dictionary.jsonl\"\n"
+      "[device]\ntype = \"auto\"\n[strategies.batching]\nseq_len = 32\nmicro_batch_size = 2\n";
+  const fs::path file = FreshTempDir("estimate-auto") / "auto.toml";
+  std::ofstream(file) << text;
+  const experiment::ExperimentPlan plan = experiment::LoadExperimentPlan(
+      file.string(), {"data.path=\"" + SourcePath("experiments/data/devils-dictionary.jsonl") + "\""});
+  ASSERT_EQ(plan.cells.size(), 1u);
+  const CellEstimate cpu = estimate::EstimateCell(plan.cells[0], {});
+  estimate::EstimateTarget took_gpu;
+  took_gpu.auto_device = "cuda";
+  const CellEstimate cuda = estimate::EstimateCell(plan.cells[0], took_gpu);
+  ASSERT_EQ(cpu.status, EstimateStatus::kEstimated) << cpu.message;
+  ASSERT_EQ(cuda.status, EstimateStatus::kEstimated) << cuda.message;
+  EXPECT_EQ(cpu.target, "cpu");
+  EXPECT_EQ(cuda.target, "cuda");
+  EXPECT_EQ(cpu.blas_workspaces, 0);
+  EXPECT_EQ(cuda.blas_workspaces, 2);
 }
 
 // Qwen2.5-7B (the bundled config, 7.6 B parameters) with LoRA over a bf16 base: the estimate
