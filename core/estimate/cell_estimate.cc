@@ -24,11 +24,6 @@
 namespace memsweep::estimate {
 namespace {
 
-// The cell's document with the estimate's device: the CPU's reading of [device] (the meta device
-// takes its place after loading, so a CUDA cell needs no GPU here), and the target's size.
-// A CUDA cell's allocator is LibTorch's caching allocator whichever plugin it names: an estimate
-// of one with allocator/default (LibTorch's defaults on CUDA) reserves through allocator/caching's
-// emulation of it with the same defaults.
 // The device type a cell's estimate stands for: its own, an "auto" cell's the one it took.
 std::string StandsFor(const experiment::Cell& cell, const EstimateTarget& target) {
   const std::string type = cell.document["device"]["type"].value_or(std::string("cpu"));
@@ -36,6 +31,11 @@ std::string StandsFor(const experiment::Cell& cell, const EstimateTarget& target
   return target.auto_device.empty() ? "cpu" : target.auto_device;
 }
 
+// The cell's document with the estimate's device: the CPU's reading of [device] (the meta device
+// takes its place after loading, so a CUDA cell needs no GPU here), and the target's size.
+// A CUDA cell's allocator is LibTorch's caching allocator whichever plugin it names: an estimate
+// of one with allocator/default (LibTorch's defaults on CUDA) reserves through allocator/caching's
+// emulation of it with the same defaults.
 toml::table EstimateDocument(const experiment::Cell& cell, const EstimateTarget& target) {
   toml::table doc = cell.document;
   if (!doc.contains("device")) doc.insert("device", toml::table{});

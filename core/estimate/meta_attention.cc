@@ -7,7 +7,6 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,7 +14,6 @@
 namespace memsweep::estimate {
 namespace {
 
-std::atomic<c10::DeviceType> g_target{c10::DeviceType::CPU};
 
 // sdp::SDPBackend's values (ATen/native/transformers/sdp_utils_cpp.h).
 constexpr int64_t kMath = 0, kFlash = 1, kEfficient = 2;
@@ -25,7 +23,7 @@ int64_t FusedSdpChoice(const at::Tensor& query, const at::Tensor& /*key*/,
                        double dropout_p, bool /*is_causal*/, std::optional<double> /*scale*/,
                        bool /*enable_gqa*/) {
   if (query.dim() != 4) return kMath;
-  if (g_target.load() == c10::DeviceType::CPU) return kFlash;  // fp32, bf16 and fp16, masks too
+  if (MetaDeviceTarget() == c10::DeviceType::CPU) return kFlash;  // fp32, bf16 and fp16, masks too
   const bool half = query.scalar_type() == at::kBFloat16 || query.scalar_type() == at::kHalf;
   const bool masked = attn_mask.has_value() && attn_mask->defined();
   if (half && !masked && dropout_p == 0.0 && query.size(-1) <= 256) return kFlash;
@@ -48,10 +46,9 @@ void InstallChoice() {
 
 void SetMetaTarget(c10::DeviceType target) {
   InstallChoice();
-  g_target = target;
-  SetMetaDeviceTarget(target);  // core's own per-device paths (core/sdk/meta_target.h)
+  SetMetaDeviceTarget(target);  // one setting for this choice and core's own per-device paths
 }
 
-c10::DeviceType MetaTarget() { return g_target.load(); }
+c10::DeviceType MetaTarget() { return MetaDeviceTarget(); }
 
 }  // namespace memsweep::estimate
