@@ -1,7 +1,8 @@
 // memsweep_bench_loss: the loss slot's three computations on an LM head of a real size
 // (docs/loss.md, docs/benchmarks.md): peak memory of the loss computation — from the final
 // hidden states to their gradient and the head's — and its time, for loss/full, loss/chunked
-// (8 chunks) and loss/fused (Liger's chunk size, and a larger one), in fp32 and bf16.
+// (8 chunks) and loss/fused (Liger's chunk size in both orders — token chunks and vocabulary
+// blocks — and a larger token chunk), in fp32 and bf16.
 //
 // Goals (issue: the loss slot): fused adds ≤ 10% of the full fp32 logits' bytes to the peak
 // beyond the gradients every computation must produce (the hidden states' and the head's), and
@@ -10,11 +11,12 @@
 // the median time over rounds is printed, with the load average before and after.
 //
 //   build/release/memsweep_bench_loss [--rounds R] [--tokens N] [--hidden H] [--vocab V]
-//                                     [--dtypes 1|2|3] [--device cpu|cuda]
+//                                     [--dtypes 1|2|3] [--device cpu|cuda] [--gemms 1]
 // Defaults: Llama-3.2-1B's head (hidden 2048, vocab 128,256) over 1 x 4096 tokens; --dtypes 1
 // runs fp32 only, 2 bf16 only, 3 (default) both. --device cuda runs on the first GPU: peaks from
 // the CUDA caching allocator's allocated bytes, times after a device synchronisation, and one
-// untimed warm-up round (cuBLAS handles, workspaces, kernel loading). In bf16, fused at Liger's chunk also runs with
+// untimed warm-up round (cuBLAS handles, workspaces, kernel loading). --gemms 1 also times each
+// product the computations run, alone (where a fused order's time goes). In bf16, fused at Liger's chunk also runs with
 // the head's gradient summed in bf16 (accumulation = "weight", Liger Kernel's own choice).
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -113,6 +115,56 @@ Measure Once(const std::function<at::Tensor(const model::LossInputs&)>& loss,
   return m;
 }
 
+// --gemms 1: the products each computation runs, timed alone (the mean of 5 calls after 2
+// untimed ones): per call and over one step, for full, a token chunk and a vocabulary block.
+void TimeGemms(const c10::Device& device, c10::ScalarType dtype, int64_t tokens, int64_t hidden,
+               int64_t vocab, int64_t chunk, int64_t block) {
+  const auto opts = at::TensorOptions().device(device).dtype(dtype);
+  struct Shape {
+    std::string name;
+    int64_t m, k, n, count;
+    bool accumulate;  // into an fp32 output
+  };
+  const int64_t chunks = (tokens + chunk - 1) / chunk, blocks = (vocab + block - 1) / block;
+  const std::vector<Shape> shapes = {
+      {"full  logits  h.W^T", tokens, hidden, vocab, 1, false},
+      {"full  dh      g.W", tokens, vocab, hidden, 1, false},
+      {"full  dW      g^T.h", vocab, tokens, hidden, 1, false},
+      {"chunk logits  h.W^T", chunk, hidden, vocab, chunks, false},
+      {"chunk dh      g.W", chunk, vocab, hidden, chunks, false},
+      {"chunk dW +=   g^T.h (fp32 sum)", vocab, chunk, hidden, chunks, true},
+      {"block logits  h.Wb^T (twice)", tokens, hidden, block, 2 * blocks, false},
+      {"block dWb     g^T.h", block, tokens, hidden, blocks, false},
+      {"block dh +=   g.Wb (fp32 sum)", tokens, block, hidden, blocks, true},
+  };
+  std::printf("\n  %-32s %22s %10s %10s %12s\n", "product", "m x k x n", "ms/call", "TFLOP/s",
+              "ms per step");
+  for (const Shape& sh : shapes) {
+    const at::Tensor a = at::randn({sh.m, sh.k}, opts), b = at::randn({sh.k, sh.n}, opts);
+    at::Tensor c = at::zeros({sh.m, sh.n}, opts.dtype(sh.accumulate ? at::kFloat : dtype));
+    const auto call = [&] {
+      if (!sh.accumulate) {
+        at::mm_out(c, a, b);
+      } else if (dtype == at::kFloat || !device.is_cuda()) {
+        c.addmm_(a.to(at::kFloat), b.to(at::kFloat));
+      } else {
+        at::addmm_out(c, c, a, b, at::kFloat);
+      }
+    };
+    call();
+    call();
+    Synchronize(device);
+    const auto start = Clock::now();
+    for (int i = 0; i < 5; ++i) call();
+    Synchronize(device);
+    const double per = std::chrono::duration<double>(Clock::now() - start).count() / 5;
+    const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.k) * static_cast<double>(sh.n);
+    std::printf("  %-32s %6lld x %6lld x %6lld %10.3f %10.1f %12.2f\n", sh.name.c_str(),
+                static_cast<long long>(sh.m), static_cast<long long>(sh.k), static_cast<long long>(sh.n),
+                per * 1e3, flops / per / 1e12, per * 1e3 * static_cast<double>(sh.count));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,6 +176,7 @@ int main(int argc, char** argv) {
   const int64_t hidden_size = ArgInt(argc, argv, "--hidden", 2048);
   const int64_t vocab = ArgInt(argc, argv, "--vocab", 128256);
   const int dtypes = ArgInt(argc, argv, "--dtypes", 3);
+  const bool gemms = ArgInt(argc, argv, "--gemms", 0) != 0;
   const std::string device_name = ArgString(argc, argv, "--device", "cpu");
   if (device_name != "cpu" && device_name != "cuda") {
     std::fprintf(stderr, "memsweep_bench_loss: --device is cpu or cuda, not '%s'\n", device_name.c_str());
@@ -153,22 +206,34 @@ int main(int argc, char** argv) {
     const at::Tensor targets = at::randint(0, vocab, {1, tokens}, at::kLong).to(device);
     // What every computation must produce: the hidden states' gradient and the head's.
     const double needed = static_cast<double>(hidden.nbytes() + weight.nbytes());
-    const auto fused = [](int64_t chunk, bool fp32_accumulation) {
-      return [chunk, fp32_accumulation](const model::LossInputs& in) {
+    using plugins::loss::FusedOrder;
+    const auto fused = [](int64_t chunk, bool fp32_accumulation, FusedOrder order) {
+      return [chunk, fp32_accumulation, order](const model::LossInputs& in) {
         plugins::loss::FusedLossOptions o;
         o.chunk_tokens = chunk;
         o.fp32_accumulation = fp32_accumulation;
+        o.order = order;
         return plugins::loss::FusedLinearCrossEntropy(in, o);
       };
     };
+    // What order = "auto" takes here (the head is trainable and plain).
+    const FusedOrder picked =
+        plugins::loss::PickOrder(plugins::loss::FusedLossOptions{}, true, false, dtype);
+    const std::string blocks = std::to_string(
+        (vocab + plugins::loss::VocabBlockRows(tokens, vocab, liger) - 1) /
+        plugins::loss::VocabBlockRows(tokens, vocab, liger));
     std::vector<std::pair<std::string, std::function<at::Tensor(const model::LossInputs&)>>>
         variants = {{"full", Full},
                     {"chunked (8)", [](const model::LossInputs& in) { return Chunked(in, 8); }},
-                    {"fused (" + std::to_string(liger) + " tokens)", fused(0, true)},
-                    {"fused (" + std::to_string(large) + " tokens)", fused(large, true)}};
+                    {"fused (" + std::to_string(liger) + " tokens)", fused(0, true, FusedOrder::kTokens)},
+                    {"fused (" + blocks + " vocab blocks)", fused(0, true, FusedOrder::kVocab)},
+                    {"fused (" + std::to_string(large) + " tokens)", fused(large, true, FusedOrder::kTokens)}};
     if (dtype != at::kFloat) {
-      variants.emplace_back("fused (" + std::to_string(liger) + ", bf16 sum)", fused(0, false));
+      variants.emplace_back("fused (" + std::to_string(liger) + ", bf16 sum)",
+                            fused(0, false, FusedOrder::kTokens));
     }
+    std::printf("\n%s: order = \"auto\" takes %s\n", dtype == at::kFloat ? "fp32" : "bf16",
+                picked == FusedOrder::kVocab ? "the vocabulary blocks" : "the token chunks");
     std::map<std::string, std::vector<double>> seconds;
     std::map<std::string, int64_t> peaks;
     std::map<std::string, Measure> last;  // each variant's last run, for its deviation from full
@@ -182,6 +247,10 @@ int main(int argc, char** argv) {
         last[name] = m;
         peaks[name] = m.peak_bytes;
       }
+    }
+    if (gemms) {
+      TimeGemms(device, dtype, tokens, hidden_size, vocab, liger,
+                plugins::loss::VocabBlockRows(tokens, vocab, liger));
     }
     const double full_s = train::Percentile(seconds["full"], 0.5);
     std::printf("\n%s (fp32 logits %.1f MiB; gradients every computation produces %.1f MiB)\n",

@@ -1,5 +1,6 @@
-// The loss slot on a CUDA device: loss/fused and loss/chunked follow loss/full's fp32 losses (the
-// same ATen operations per chunk as on the CPU; only the summation order differs), and the run's
+// The loss slot on a CUDA device: loss/fused (token chunks and vocabulary blocks) and loss/chunked
+// follow loss/full's fp32 losses (the same ATen operations per piece as on the CPU; only the
+// summation order differs), and the run's
 // largest allocation comes from the caching allocator's trace: with loss/full the fp32 logits of
 // the first micro-batch, with loss/fused no block that large.
 #include <gtest/gtest.h>
@@ -23,10 +24,13 @@ std::vector<std::string> VocabHeavy(const std::string& loss) {
 TEST_F(GpuLoss, FusedAndChunkedFollowFullInFp32) {
   const RunResult full = Train(GpuRun(4, VocabHeavy("full")));
   ASSERT_EQ(full.status, RunStatus::kOk) << full.error;
-  for (const std::string loss : {"fused", "chunked"}) {
-    const RunResult other = Train(GpuRun(4, VocabHeavy(loss)));
+  // loss/fused in both orders (in fp32 "auto" takes the token chunks).
+  for (const std::string loss : {"fused", "fused vocab", "chunked"}) {
+    std::vector<std::string> overrides = VocabHeavy(loss == "fused vocab" ? "fused" : loss);
+    if (loss == "fused vocab") overrides.push_back("strategies.loss.order=\"vocab\"");
+    const RunResult other = Train(GpuRun(4, overrides));
     ASSERT_EQ(other.status, RunStatus::kOk) << loss << ": " << other.error;
-    ExpectLossesClose(other, full, SameArithmetic(GpuRun(4, VocabHeavy(loss))));
+    ExpectLossesClose(other, full, SameArithmetic(GpuRun(4, overrides)));
     EXPECT_LT(other.memory.peak_allocated_bytes, full.memory.peak_allocated_bytes) << loss;
   }
 }

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "../common/token_loss.h"
 #include "memsweep/allocation_label.h"
+#include "memsweep/autocast.h"
 #include "memsweep/batch.h"
 
 namespace memsweep::plugins::loss {
@@ -112,6 +114,88 @@ void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor&
   if (grad_b.active()) grad_b.Add(g.sum(0));
 }
 
+// A vocabulary block's logits for every token: [N, v1 − v0], upcast to fp32 when asked.
+at::Tensor BlockLogits(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                       int64_t v0, int64_t v1, bool upcast) {
+  at::Tensor logits = at::mm(h, weight.slice(0, v0, v1).t());
+  if (bias.defined()) logits = logits + InDtype(bias.slice(0, v0, v1), logits.scalar_type());
+  return upcast ? InDtype(logits, at::kFloat) : logits;
+}
+
+// The gradients FusedOrder::kVocab hands to backward.
+struct VocabGradients {
+  at::Tensor hidden, weight, bias;
+};
+
+// The whole loss of a plain head by vocabulary blocks (FusedOrder::kVocab, the header says why).
+// Pass 1: each token's log-sum-exp, combined over the blocks, and its target's logit. Pass 2:
+// each block's logits again, softmax − one-hot scaled as in PlainChunk, then the block's rows of
+// the head's gradients in one product over all tokens and its share of the hidden states'
+// gradient, summed over the blocks (in fp32 with fp32_accumulation).
+VocabGradients PlainVocabBlocks(const at::Tensor& hidden, const at::Tensor& weight,
+                                const at::Tensor& bias, const FusedCall& call, int64_t block_rows,
+                                c10::ScalarType compute, at::Tensor& loss_sum) {
+  const int64_t vocab = weight.size(0);
+  const at::Tensor& t = call.targets;
+  const at::Tensor valid = t.ne(data::kIgnoreIndex);
+  const bool upcast = call.options.upcast;
+  std::vector<RowRange> blocks = ChunkRows(vocab, block_rows);
+  at::Tensor lse, picked;
+  {
+    memory::AllocationLabel label("logits");
+    picked = at::zeros({t.size(0)}, hidden.options().dtype(at::kFloat));
+    for (const RowRange& b : blocks) {
+      at::Tensor x = BlockLogits(hidden, weight, bias, b.begin, b.end, upcast);
+      const at::Tensor in_block = valid.logical_and(t.ge(b.begin)).logical_and_(t.lt(b.end));
+      const at::Tensor local = (t - b.begin).clamp_(0, b.end - b.begin - 1).unsqueeze(1);
+      picked.add_(InDtype(x.gather(1, local).squeeze(1), at::kFloat)
+                      .masked_fill_(in_block.logical_not(), 0));
+      // log Σ exp in place (x is this block's alone): no temporaries of the block's size.
+      const at::Tensor m = at::amax(x, {1}, /*keepdim=*/true);
+      x.sub_(m).exp_();
+      at::Tensor block_lse = at::sum(x, {1}, /*keepdim=*/false, at::kFloat).log_();
+      block_lse.add_(InDtype(m.squeeze(1), at::kFloat));
+      lse = lse.defined() ? at::logaddexp(lse, block_lse) : block_lse;
+    }
+  }
+  loss_sum.add_((lse - picked).masked_fill_(valid.logical_not(), 0).sum());
+
+  VocabGradients out;
+  const bool want_h = hidden.requires_grad();
+  const bool want_w = weight.requires_grad();
+  const bool want_b = bias.defined() && bias.requires_grad();
+  if (!want_h && !want_w && !want_b) return out;
+  memory::AllocationLabel gradients_label("loss gradients");
+  GradientSum grad_h(hidden, call.options.fp32_accumulation);
+  if (want_w) out.weight = at::empty_like(weight);
+  if (want_b) out.bias = at::empty_like(bias);
+  const at::Tensor h = InDtype(hidden, compute);
+  for (const RowRange& b : blocks) {
+    memory::AllocationLabel label("logits");
+    at::Tensor x = BlockLogits(hidden, weight, bias, b.begin, b.end, upcast);
+    const c10::ScalarType xt = x.scalar_type();
+    const at::Tensor in_block = valid.logical_and(t.ge(b.begin)).logical_and_(t.lt(b.end));
+    const at::Tensor local = (t - b.begin).clamp_(0, b.end - b.begin - 1).unsqueeze(1);
+    x.sub_(lse.unsqueeze(1)).exp_();
+    x.scatter_add_(1, local, in_block.to(xt).neg_().unsqueeze(1));
+    x.mul_(valid.to(xt).div_(call.normalizer).unsqueeze(1));
+    if (want_b) out.bias.slice(0, b.begin, b.end).copy_(x.sum(0));
+    const at::Tensor g = InDtype(x, compute);
+    x = at::Tensor();
+    if (want_w) {
+      at::Tensor rows = out.weight.slice(0, b.begin, b.end);
+      if (rows.scalar_type() == compute) {
+        at::mm_out(rows, g.t(), h);
+      } else {
+        rows.copy_(at::mm(g.t(), h));
+      }
+    }
+    if (want_h) grad_h.AddProduct(g, InDtype(weight.slice(0, b.begin, b.end), compute));
+  }
+  out.hidden = grad_h.Finish();
+  return out;
+}
+
 // One chunk of a head whose forward an adapter set: autograd on the chunk's own small graph.
 void AdaptedChunk(const at::Tensor& hidden_chunk, const at::Tensor& t, const FusedCall& call,
                   at::Tensor& loss_sum, at::Tensor grad_h,
@@ -149,6 +233,27 @@ struct FusedFunction : public torch::autograd::Function<FusedFunction> {
                              ? call->options.chunk_tokens
                              : LigerChunkTokens(n, weight.size(0), weight.size(1));
     const bool fp32 = call->options.fp32_accumulation;
+    const c10::DeviceType device = hidden.device().type();
+    const c10::ScalarType compute =
+        AutocastEnabled(device) ? AutocastDtype(device)
+                                : c10::promoteTypes(hidden.scalar_type(), weight.scalar_type());
+    const bool adapted = static_cast<bool>(call->head->forward);
+    if (PickOrder(call->options, weight.requires_grad(), adapted, compute) == FusedOrder::kVocab) {
+      if (adapted) {
+        throw std::invalid_argument(
+            "loss/fused: order = \"vocab\" needs a plain LM head, and an adapter set this head's "
+            "forward; write order = \"tokens\" (or \"auto\")");
+      }
+      at::Tensor loss_sum = at::zeros({}, hidden.options().dtype(at::kFloat));
+      const VocabGradients g = PlainVocabBlocks(
+          hidden, weight, bias, *call, VocabBlockRows(n, weight.size(0), rows), compute, loss_sum);
+      std::vector<at::Tensor> saved = {g.hidden, g.weight, g.bias};
+      for (const at::Tensor& e : extra) {
+        saved.push_back(e.requires_grad() ? at::zeros_like(e) : at::Tensor());
+      }
+      ctx->save_for_backward(saved);
+      return loss_sum.div_(call->normalizer);
+    }
     memory::AllocationLabel gradients_label("loss gradients");
     at::Tensor grad_h = hidden.requires_grad() ? at::empty_like(hidden) : at::Tensor();
     GradientSum grad_w(weight, fp32), grad_b(bias, fp32);
@@ -193,6 +298,22 @@ struct FusedFunction : public torch::autograd::Function<FusedFunction> {
 };
 
 }  // namespace
+
+FusedOrder PickOrder(const FusedLossOptions& options, bool weight_gradient, bool adapted_head,
+                     c10::ScalarType compute) {
+  if (options.order != FusedOrder::kAuto) return options.order;
+  const bool narrow = compute == at::kBFloat16 || compute == at::kHalf;
+  return weight_gradient && options.fp32_accumulation && options.upcast && !adapted_head && narrow
+             ? FusedOrder::kVocab
+             : FusedOrder::kTokens;
+}
+
+int64_t VocabBlockRows(int64_t tokens, int64_t vocab, int64_t chunk_tokens) {
+  const int64_t chunk = std::max<int64_t>(1, chunk_tokens);
+  const int64_t pieces = std::max<int64_t>(1, (tokens + chunk - 1) / chunk);
+  const int64_t rows = (vocab + pieces - 1) / pieces;
+  return std::min(vocab, std::max<int64_t>(8, (rows + 7) / 8 * 8));
+}
 
 int64_t LigerChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden) {
   const int64_t factor = std::max<int64_t>(1, (vocab + hidden - 1) / hidden);

@@ -20,6 +20,11 @@ const MemsweepParamSpec kParams[] = {
      "dtype the LM head's gradient is summed over the chunks in: \"fp32\", or \"weight\" (the "
      "weight's own, as Liger Kernel does: no fp32 buffer, but a bf16 sum drifts)",
      0},
+    {"order", MEMSWEEP_PARAM_STRING, "\"auto\"",
+     "how the head is cut: \"tokens\" (chunks of tokens, Liger Kernel's), \"vocab\" (blocks of "
+     "the vocabulary, two passes, no head-sized fp32 sum), \"auto\" (vocab for a trainable plain "
+     "head with 16-bit operands and an fp32 sum, else tokens)",
+     0},
 };
 
 FusedLossOptions Options(const memsweep::PluginParams& params) {
@@ -33,6 +38,16 @@ FusedLossOptions Options(const memsweep::PluginParams& params) {
                                 "\": write \"fp32\" or \"weight\"");
   }
   o.fp32_accumulation = accumulation == "fp32";
+  const std::string& order = params.String("order");
+  if (order == "auto") {
+    o.order = memsweep::plugins::loss::FusedOrder::kAuto;
+  } else if (order == "tokens") {
+    o.order = memsweep::plugins::loss::FusedOrder::kTokens;
+  } else if (order == "vocab") {
+    o.order = memsweep::plugins::loss::FusedOrder::kVocab;
+  } else {
+    throw std::invalid_argument("order = \"" + order + "\": write \"auto\", \"tokens\" or \"vocab\"");
+  }
   return o;
 }
 

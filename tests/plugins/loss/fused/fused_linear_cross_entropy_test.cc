@@ -1,7 +1,8 @@
 // loss/fused against the full computation (loss/full's: the head over every token, then
 // at::cross_entropy_loss with LibTorch's autograd): the same loss and gradients in fp32 for every
-// chunking, with masked targets, a bias, a frozen head and an adapter's forward; gradients scaled
-// by the incoming gradient; in bf16 within the bound of its rounding steps.
+// chunking in both orders (token chunks, vocabulary blocks), with masked targets, a bias, a frozen
+// head and an adapter's forward; gradients scaled by the incoming gradient; in bf16 within the
+// bound of its rounding steps; which order "auto" takes.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -100,14 +102,20 @@ TEST(FusedLinearCrossEntropyTest, EqualsTheFullLossAndGradientsInFp32ForEveryChu
     const Case c = MakeCase(with_bias);
     const Result full = RunLoss(c, FullLoss);
     // One token per chunk, chunks that do not divide the tokens, one chunk, Liger's choice.
-    for (const int64_t chunk : std::vector<int64_t>{1, 7, 37, kRows * kTokens, 0}) {
-      FusedLossOptions o;
-      o.chunk_tokens = chunk;
-      const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
-        return FusedLinearCrossEntropy(in, o);
-      });
-      ExpectSameInFp32(fused, full,
-                       "chunk_tokens " + std::to_string(chunk) + (with_bias ? ", bias" : ""));
+    // Both orders: in vocabulary blocks the same chunk_tokens gives as many blocks as chunks
+    // (1 token: 74 blocks of 8 rows; 7 tokens: 11 blocks; the last block of 301 rows shorter).
+    for (const FusedOrder order : {FusedOrder::kTokens, FusedOrder::kVocab}) {
+      for (const int64_t chunk : std::vector<int64_t>{1, 7, 37, kRows * kTokens, 0}) {
+        FusedLossOptions o;
+        o.chunk_tokens = chunk;
+        o.order = order;
+        const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+          return FusedLinearCrossEntropy(in, o);
+        });
+        ExpectSameInFp32(fused, full,
+                         std::string(order == FusedOrder::kVocab ? "vocab" : "tokens") +
+                             ", chunk_tokens " + std::to_string(chunk) + (with_bias ? ", bias" : ""));
+      }
     }
   }
 }
@@ -115,26 +123,32 @@ TEST(FusedLinearCrossEntropyTest, EqualsTheFullLossAndGradientsInFp32ForEveryChu
 TEST(FusedLinearCrossEntropyTest, AFrozenHeadGetsNoGradientAndTheHiddenStatesStillDo) {
   const Case c = MakeCase(false, at::kFloat, /*train_weight=*/false);
   const Result full = RunLoss(c, FullLoss);
-  FusedLossOptions o;
-  o.chunk_tokens = 16;
-  const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
-    return FusedLinearCrossEntropy(in, o);
-  });
-  EXPECT_FALSE(c.weight.grad().defined());
-  ExpectSameInFp32(fused, full, "frozen head");
+  for (const FusedOrder order : {FusedOrder::kTokens, FusedOrder::kVocab}) {
+    FusedLossOptions o;
+    o.chunk_tokens = 16;
+    o.order = order;
+    const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+      return FusedLinearCrossEntropy(in, o);
+    });
+    EXPECT_FALSE(c.weight.grad().defined());
+    ExpectSameInFp32(fused, full, order == FusedOrder::kVocab ? "frozen head, vocab" : "frozen head");
+  }
 }
 
 TEST(FusedLinearCrossEntropyTest, ScalesItsStoredGradientsByTheIncomingGradient) {
   const Case c = MakeCase(true);
   const Result full = RunLoss(c, FullLoss, /*scale=*/1024.0);  // as a loss scale would
-  FusedLossOptions o;
-  o.chunk_tokens = 10;
-  const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
-    return FusedLinearCrossEntropy(in, o);
-  }, 1024.0);
-  ExpectSameInFp32(fused, full, "scaled by 1024");
-  EXPECT_GT(fused.grad_weight.abs().max().item<double>(),
-            100 * RunLoss(c, FullLoss).grad_weight.abs().max().item<double>());
+  for (const FusedOrder order : {FusedOrder::kTokens, FusedOrder::kVocab}) {
+    FusedLossOptions o;
+    o.chunk_tokens = 10;
+    o.order = order;
+    const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+      return FusedLinearCrossEntropy(in, o);
+    }, 1024.0);
+    ExpectSameInFp32(fused, full, order == FusedOrder::kVocab ? "scaled, vocab" : "scaled by 1024");
+    EXPECT_GT(fused.grad_weight.abs().max().item<double>(),
+              100 * RunLoss(c, FullLoss).grad_weight.abs().max().item<double>());
+  }
 }
 
 TEST(FusedLinearCrossEntropyTest, AnAdaptersForwardAndItsTensorsAreDifferentiated) {
@@ -168,6 +182,21 @@ TEST(FusedLinearCrossEntropyTest, AnAdaptersForwardAndItsTensorsAreDifferentiate
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_LE(RelativeMax(actual[i], expected[i]), 1e-5) << "gradient " << i;
   }
+  // Vocabulary blocks need the head's own product: asked for with an adapter's head, they are
+  // refused by name; "auto" takes the token chunks there.
+  o.order = FusedOrder::kVocab;
+  model::LinearLayer head;
+  head.weight = c.weight;
+  head.forward = forward;
+  head.forward_tensors = {a, b};
+  try {
+    FusedLinearCrossEntropy(model::LossInputs{c.hidden, &head, c.targets, c.normalizer}, o);
+    ADD_FAILURE() << "order = vocab with an adapter's head was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("order = \"tokens\""), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(PickOrder(FusedLossOptions{}, true, /*adapted_head=*/true, at::kBFloat16),
+            FusedOrder::kTokens);
 }
 
 // bf16 with fp32 accumulation, against fp32 arithmetic on the same bf16 values, element by
@@ -200,21 +229,55 @@ TEST(FusedLinearCrossEntropyTest, Bf16WeightGradientIsWithinItsRoundingBoundWith
   const at::Tensor s = at::mm((g.abs() + one_hot).t(), h.abs());
   const at::Tensor bound = kBf16Roundoff * (exact.abs() + chunk_sum + (1 + 2 * max_z) * s) +
                            1e-6 * exact.abs().max();
-  for (const char* accumulation : {"fp32", "weight"}) {
-    FusedLossOptions o;
-    o.chunk_tokens = chunk;
-    o.fp32_accumulation = std::string(accumulation) == "fp32";
-    const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
-      return FusedLinearCrossEntropy(in, o);
-    });
-    const at::Tensor error = (fused.grad_weight.to(at::kFloat) - exact).abs();
-    const int64_t outside = error.gt(bound).sum().item<int64_t>();
-    std::printf("accumulation %s: largest error %.3g, largest error / bound %.3g, %lld of %lld "
-                "elements outside\n",
-                accumulation, error.max().item<double>(), (error / bound).max().item<double>(),
-                static_cast<long long>(outside), static_cast<long long>(error.numel()));
-    if (o.fp32_accumulation) EXPECT_EQ(outside, 0);
+  // In vocabulary blocks each row's product runs over all tokens at once, rounded once (≤ u·|P|,
+  // and |P| ≤ Σ_c |P_c|): the same bound holds.
+  for (const FusedOrder order : {FusedOrder::kTokens, FusedOrder::kVocab}) {
+    for (const char* accumulation : {"fp32", "weight"}) {
+      FusedLossOptions o;
+      o.chunk_tokens = chunk;
+      o.order = order;
+      o.fp32_accumulation = std::string(accumulation) == "fp32";
+      const Result fused = RunLoss(c, [&](const model::LossInputs& in) {
+        return FusedLinearCrossEntropy(in, o);
+      });
+      const at::Tensor error = (fused.grad_weight.to(at::kFloat) - exact).abs();
+      const int64_t outside = error.gt(bound).sum().item<int64_t>();
+      std::printf("%s, accumulation %s: largest error %.3g, largest error / bound %.3g, %lld of "
+                  "%lld elements outside\n",
+                  order == FusedOrder::kVocab ? "vocab blocks" : "token chunks", accumulation,
+                  error.max().item<double>(), (error / bound).max().item<double>(),
+                  static_cast<long long>(outside), static_cast<long long>(error.numel()));
+      if (o.fp32_accumulation) EXPECT_EQ(outside, 0);
+    }
   }
+}
+
+TEST(FusedLinearCrossEntropyTest, AutoCutsTheVocabularyOnlyWhereItSavesTheHeadSizedFp32Sum) {
+  const FusedLossOptions defaults;
+  EXPECT_EQ(defaults.order, FusedOrder::kAuto);
+  EXPECT_EQ(PickOrder(defaults, true, false, at::kBFloat16), FusedOrder::kVocab);
+  EXPECT_EQ(PickOrder(defaults, true, false, at::kHalf), FusedOrder::kVocab);
+  EXPECT_EQ(PickOrder(defaults, true, false, at::kFloat), FusedOrder::kTokens);   // no wider sum
+  EXPECT_EQ(PickOrder(defaults, false, false, at::kBFloat16), FusedOrder::kTokens);  // frozen head
+  FusedLossOptions bf16_sum;
+  bf16_sum.fp32_accumulation = false;
+  EXPECT_EQ(PickOrder(bf16_sum, true, false, at::kBFloat16), FusedOrder::kTokens);
+  FusedLossOptions no_upcast;
+  no_upcast.upcast = false;
+  EXPECT_EQ(PickOrder(no_upcast, true, false, at::kBFloat16), FusedOrder::kTokens);
+  FusedLossOptions asked;
+  asked.order = FusedOrder::kVocab;
+  EXPECT_EQ(PickOrder(asked, false, false, at::kFloat), FusedOrder::kVocab);
+}
+
+TEST(FusedLinearCrossEntropyTest, VocabularyBlocksAreAsManyAsLigersChunks) {
+  // 4,096 tokens in chunks of 128: 32 pieces; ⌈128256 / 32⌉ = 4,008 rows (a multiple of 8).
+  EXPECT_EQ(VocabBlockRows(4096, 128256, 128), 4008);
+  EXPECT_EQ(VocabBlockRows(8192, 128256, 256), 4008);
+  EXPECT_EQ(VocabBlockRows(74, 301, 7), 32);     // 11 pieces: ⌈301 / 11⌉ = 28, up to 32
+  EXPECT_EQ(VocabBlockRows(74, 301, 1), 8);      // at least 8 rows
+  EXPECT_EQ(VocabBlockRows(10, 301, 64), 301);   // one piece: the whole head
+  EXPECT_EQ(VocabBlockRows(0, 301, 64), 301);
 }
 
 TEST(FusedLinearCrossEntropyTest, LigerChunkSizeFollowsVocabularyAndHiddenSize) {
