@@ -1,9 +1,11 @@
 #include "core/cli/command.h"
 
 #include <iostream>
+#include <stdexcept>
 #include <utility>
 
 #include "core/config/config_error.h"
+#include "core/memory/rss.h"
 #include "core/results/results_error.h"
 #include "memsweep/data_error.h"
 
@@ -33,6 +35,14 @@ ExitCode RunCommand(const CommandBody& body) {
 
 void AddCommand(CLI::App* command, ExitCode& exit_code, CommandBody body) {
   command->callback([&exit_code, body = std::move(body)] { exit_code = RunCommand(body); });
+}
+
+void CheckHostMemorySetting() {
+  try {
+    memory::HostAvailableBytes();
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(e.what());
+  }
 }
 
 }  // namespace memsweep::cli

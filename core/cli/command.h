@@ -27,4 +27,8 @@ ExitCode RunCommand(const CommandBody& body);
 // Makes `body` the subcommand's action: when it runs, `exit_code` is set by RunCommand(body).
 void AddCommand(CLI::App* command, ExitCode& exit_code, CommandBody body);
 
+// Throws ConfigError when MEMSWEEP_HOST_MEMORY is set to something that is no size (the
+// commands that estimate host memory call it before they start anything).
+void CheckHostMemorySetting();
+
 }  // namespace memsweep::cli

@@ -169,6 +169,7 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
 
 ExitCode Estimate(const EstimateOptions& options) {
   config::RefuseFailedStartupPlugins();
+  CheckHostMemorySetting();
   estimate::EstimateTarget target;
   target.device = options.device;
   target.auto_device = options.auto_device;

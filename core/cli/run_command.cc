@@ -81,6 +81,7 @@ ExitCode RunExperiment(const RunOptions& options) {
   }
   // Every cell is validated before anything runs or the database is touched.
   config::RefuseFailedStartupPlugins();
+  CheckHostMemorySetting();
   const experiment::ExperimentPlan plan =
       experiment::LoadExperimentPlan(options.file, options.overrides);
   sweep_options.db_path = options.db_path;

@@ -1,5 +1,7 @@
 #include "core/estimate/isolated_estimate.h"
 
+#include <functional>
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -95,7 +97,7 @@ nlohmann::json FailedRow(const experiment::Cell& cell, const std::string& messag
 // until the deadline (a plugin's hook that hangs in the real run hangs in the estimate too, and
 // the child is then killed); a child that ends without a row gives a failed one saying how.
 nlohmann::json ReadRow(process::ChildProcess& child, const experiment::Cell& cell,
-                       double timeout_seconds) {
+                       double timeout_seconds, const std::function<bool()>& stop) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(timeout_seconds > 0 ? timeout_seconds : 1e9);
   std::string output;
@@ -103,6 +105,10 @@ nlohmann::json ReadRow(process::ChildProcess& child, const experiment::Cell& cel
   for (;;) {
     const double left =
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (stop && stop()) {
+      child.Kill();
+      return FailedRow(cell, "the estimate was interrupted");
+    }
     if (left <= 0) {
       child.Kill();
       return FailedRow(cell, "the estimate did not end within " +
@@ -145,7 +151,8 @@ std::string EstimateRowLine(const nlohmann::json& row) {
 }
 
 nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarget& target,
-                                const std::string& stderr_path, double timeout_seconds) {
+                                const std::string& stderr_path, double timeout_seconds,
+                                const std::function<bool()>& stop) {
   if (!process::ForkIsSafe()) return EstimateToJson(EstimateCell(cell, target));
   process::ChildOptions options;
   options.stdout_mode = process::ChildOptions::Stdout::kPipe;
@@ -158,12 +165,13 @@ nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarg
         return 0;
       },
       options);
-  return ReadRow(child, cell, timeout_seconds);
+  return ReadRow(child, cell, timeout_seconds, stop);
 }
 
 nlohmann::json EstimateExecuted(const std::string& self, const std::string& cell_file,
                                 const experiment::Cell& cell, const EstimateTarget& target,
-                                const std::string& stderr_path, double timeout_seconds) {
+                                const std::string& stderr_path, double timeout_seconds,
+                                const std::function<bool()>& stop) {
   std::vector<std::string> argv = {self, "estimate", cell_file, "--source", cell.source,
                                    "--format", "row"};
   if (target.compute_capability > 0) {
@@ -176,7 +184,7 @@ nlohmann::json EstimateExecuted(const std::string& self, const std::string& cell
   options.stderr_path = stderr_path;
   try {
     process::ChildProcess child(argv, options);
-    return ReadRow(child, cell, timeout_seconds);
+    return ReadRow(child, cell, timeout_seconds, stop);
   } catch (const std::exception& error) {
     return FailedRow(cell, std::string("the estimate could not start: ") + error.what());
   }

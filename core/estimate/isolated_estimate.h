@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 #include "core/estimate/cell_estimate.h"
@@ -26,16 +27,19 @@ nlohmann::json EstimateToJson(const CellEstimate& e);
 // without one gives a `failed` row saying how it ended. Where forking is not safe (the process
 // has threads: process::ForkIsSafe) the estimate runs in this process. The child's stderr goes
 // to `stderr_path` ("" = this process's). A child still running after `timeout_seconds` (0 =
-// no limit) is killed and the row is `failed`, saying so.
+// no limit) is killed and the row is `failed`, saying so; so is one still running when `stop`
+// (checked about every second) returns true.
 nlohmann::json EstimateIsolated(const experiment::Cell& cell, const EstimateTarget& target,
-                                const std::string& stderr_path = "", double timeout_seconds = 0);
+                                const std::string& stderr_path = "", double timeout_seconds = 0,
+                                const std::function<bool()>& stop = {});
 
 // The same in a new process, for a caller with threads (where forking is unsafe, as in a runner
 // that has looked for a GPU): `self estimate CELL_FILE --source SOURCE --format row` — the cell
 // as `memsweep worker` reads it (cell_file: experiment::CellToToml of `cell`).
 nlohmann::json EstimateExecuted(const std::string& self, const std::string& cell_file,
                                 const experiment::Cell& cell, const EstimateTarget& target,
-                                const std::string& stderr_path = "", double timeout_seconds = 0);
+                                const std::string& stderr_path = "", double timeout_seconds = 0,
+                                const std::function<bool()>& stop = {});
 
 // The line a child writes its row as (read back by the two above).
 std::string EstimateRowLine(const nlohmann::json& row);

@@ -1,7 +1,11 @@
 #include "core/memory/rss.h"
 
+#include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <string>
+
+#include "core/memory/byte_size.h"
 
 namespace memsweep::memory {
 namespace {
@@ -21,7 +25,18 @@ int64_t ReadKib(const char* file, const std::string& key) {
 
 int64_t CurrentRssBytes() { return ReadKib("/proc/self/status", "VmRSS:"); }
 int64_t PeakRssBytes() { return ReadKib("/proc/self/status", "VmHWM:"); }
-int64_t HostAvailableBytes() { return ReadKib("/proc/meminfo", "MemAvailable:"); }
+int64_t HostAvailableBytes() {
+  if (const char* setting = std::getenv("MEMSWEEP_HOST_MEMORY"); setting != nullptr && *setting) {
+    const std::optional<int64_t> bytes = ParseBytes(setting);
+    if (!bytes || *bytes <= 0) {
+      throw std::invalid_argument(std::string("MEMSWEEP_HOST_MEMORY=") + setting +
+                                  ": write the host memory to assume as a size, such as 16GiB, "
+                                  "or unset it to use what the machine has available");
+    }
+    return *bytes;
+  }
+  return ReadKib("/proc/meminfo", "MemAvailable:");
+}
 
 bool ResetPeakRss() {
   std::ofstream clear("/proc/self/clear_refs");

@@ -18,8 +18,10 @@ int64_t PeakRssBytes();
 // Resets VmHWM to the current RSS (writes "5" to /proc/self/clear_refs). Returns false when the
 // kernel refuses; the peak then covers the whole process lifetime.
 bool ResetPeakRss();
-// MemAvailable from /proc/meminfo, in bytes: the host memory new processes can take without
-// swapping (0 if unavailable).
+// The host memory new processes can take without swapping, in bytes: MEMSWEEP_HOST_MEMORY when
+// set (a size such as "16GiB": to plan for a smaller machine, as `[device] emulate` does for a
+// GPU), else MemAvailable from /proc/meminfo (0 if unavailable). Throws std::invalid_argument,
+// naming the variable, for a value that is no size.
 int64_t HostAvailableBytes();
 
 }  // namespace memsweep::memory

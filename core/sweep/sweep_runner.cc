@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -139,24 +140,39 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
   return outcome;
 }
 
-// The cell's estimate for the device its worker ran on (the compute capability its result
-// records; none on the CPU): a row of isolated_estimate.h's JSON, never computed in the runner
-// itself (the meta device's kernels would stay installed in it): in a fork of the runner, or,
-// once the runner has threads (it looked for a GPU), in a new `memsweep estimate` process reading
-// the cell's file.
-std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const Outcome& outcome,
-                                             const std::string& self, const std::string& cell_file,
-                                             const std::string& stderr_path,
-                                             double timeout_seconds) {
-  // A cell that did not end in its time would hang its estimate too (the same plugins' hooks); one
-  // that failed has no figure to check an estimate against, and its estimate meets the same
-  // failing plugin — or waits forever where a rank's hang ended the run at a collective's
-  // timeout, which the estimate's collectives do not have.
-  if (outcome.status == RunStatus::kTimeout || outcome.status == RunStatus::kFailed) {
-    return std::nullopt;
-  }
+// A cell's estimate (a row of isolated_estimate.h's JSON), never computed in the runner itself
+// (the meta device's kernels would stay installed in it): in a fork of the runner, or, once the
+// runner has threads (it looked for a GPU), in a new `memsweep estimate` process reading the
+// cell's file.
+nlohmann::json EstimateRow(const experiment::Cell& cell, const estimate::EstimateTarget& target,
+                           const std::string& self, const std::string& cell_file,
+                           const std::string& stderr_path, double timeout_seconds,
+                           const std::atomic<bool>* stop) {
+  const auto stopped = [stop] { return stop != nullptr && stop->load(); };
+  nlohmann::json row =
+      ForkIsSafe() ? estimate::EstimateIsolated(cell, target, stderr_path, timeout_seconds, stopped)
+                   : estimate::EstimateExecuted(self, cell_file, cell, target, stderr_path,
+                                                timeout_seconds, stopped);
+  std::error_code error;
+  fs::remove(stderr_path, error);
+  return row;
+}
+
+// A failed or timed-out cell carries no estimate: it has no figure to check one against, and its
+// estimate meets the same failing plugin — or waits forever where a rank's hang ended the run at
+// a collective's timeout, which the estimate's collectives do not have.
+bool KeepsAnEstimate(RunStatus status) {
+  return status != RunStatus::kTimeout && status != RunStatus::kFailed;
+}
+
+// The estimate of a CUDA ("cuda", "auto") cell, after its worker ended: for the device the worker
+// took and the GPU it ran on (the compute capability its result records).
+std::optional<nlohmann::json> EstimateAfter(const experiment::Cell& cell, const Outcome& outcome,
+                                            const std::string& self, const std::string& cell_file,
+                                            const std::string& stderr_path, double timeout_seconds,
+                                            const std::atomic<bool>* stop) {
+  if (!KeepsAnEstimate(outcome.status)) return std::nullopt;
   estimate::EstimateTarget target;
-  // An "auto" cell is estimated for the device its worker took.
   if (outcome.result && outcome.result->contains("device")) {
     const std::string ran_on = (*outcome.result)["device"].value("device", std::string());
     target.auto_device = ran_on.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
@@ -168,13 +184,19 @@ std::optional<nlohmann::json> EstimateBeside(const experiment::Cell& cell, const
       target.compute_capability = *value;
     }
   }
-  nlohmann::json row =
-      ForkIsSafe()
-          ? estimate::EstimateIsolated(cell, target, stderr_path, timeout_seconds)
-          : estimate::EstimateExecuted(self, cell_file, cell, target, stderr_path, timeout_seconds);
-  std::error_code error;
-  fs::remove(stderr_path, error);
-  return row;
+  return EstimateRow(cell, target, self, cell_file, stderr_path, timeout_seconds, stop);
+}
+
+// Why a cell whose estimate needs more host memory than there is was not started.
+std::string HostShortError(const nlohmann::json& estimate) {
+  return "not started: its workers need at least " +
+         memory::FormatBytes(estimate.value("host_bytes", int64_t{0})) +
+         " of host memory (the estimate's floor: processes, offloaded state, the CPU device's "
+         "bytes; docs/estimate.md) and " +
+         memory::FormatBytes(estimate.value("host_available_bytes", int64_t{0})) +
+         " is available, so the kernel's OOM killer would end it. Run it where more memory is "
+         "free, or with less offloaded state or fewer ranks; `memsweep run --no-estimate` starts "
+         "it anyway";
 }
 
 // CPU cells may start as a fork of the runner; CUDA ones ("cuda", "auto") get a fresh process.
@@ -334,36 +356,64 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     if (!options.progress_line) spdlog::info("[{}/{}] {}", i + 1, summary.cells, label);
     progress.CellStarted(static_cast<int64_t>(i), label);
 
-    const WorkerFiles files{paths.cell.string(), plan.source, paths.result.string(),
-                            paths.summary.string()};
-    const int64_t oom_kills_before = KernelOomKills();
-    const auto child = StartWorker(cell, files, options, self, paths.stderr_file.string());
-    // The stop check runs every ~100 ms while the cell runs: the progress ticks with it.
-    const CellExit exit = child->Wait(
-        options.cell_timeout_seconds,
-        [&progress](const std::string& line) { progress.WorkerLine(line); },
-        [&options, &progress] {
-          progress.Tick();
-          return options.stop != nullptr && options.stop->load();
-        });
-
-    if (exit.kind == CellExitKind::kInterrupted) {
-      try {
-        db.ReturnToPending(*run_id);
-      } catch (const results::ResultsError& e) {
-        // Still 'running': the next sweep runs it again all the same.
-        spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
+    // A CPU cell is estimated before its worker starts (the estimate's target is known: the
+    // CPU), and not started when its workers would need more host memory than is available.
+    const std::string estimate_stderr = paths.stderr_file.string() + ".estimate";
+    std::optional<nlohmann::json> estimate;
+    if (options.estimate && RunsOnTheCpu(cell)) {
+      estimate = EstimateRow(cell, estimate::EstimateTarget{}, self, paths.cell.string(),
+                             estimate_stderr, options.cell_timeout_seconds, options.stop);
+      if (options.stop != nullptr && options.stop->load()) {  // Ctrl-C while it was estimated
+        try {
+          db.ReturnToPending(*run_id);
+        } catch (const results::ResultsError& e) {
+          spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
+        }
+        summary.interrupted = true;
+        break;
       }
-      summary.interrupted = true;
-      break;
     }
-    const Outcome outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds,
-                                  progress.Last(), oom_kills_before);
-    const std::optional<nlohmann::json> estimate =
-        options.estimate ? EstimateBeside(cell, outcome, self, paths.cell.string(),
-                                          paths.stderr_file.string() + ".estimate",
-                                          options.cell_timeout_seconds)
-                         : std::nullopt;
+    Outcome outcome;
+    double seconds = 0;
+    if (estimate && estimate->value("host_short", false)) {
+      outcome.status = RunStatus::kFailed;
+      outcome.error = HostShortError(*estimate);
+    } else {
+      const WorkerFiles files{paths.cell.string(), plan.source, paths.result.string(),
+                              paths.summary.string()};
+      const int64_t oom_kills_before = KernelOomKills();
+      const auto child = StartWorker(cell, files, options, self, paths.stderr_file.string());
+      // The stop check runs every ~100 ms while the cell runs: the progress ticks with it.
+      const CellExit exit = child->Wait(
+          options.cell_timeout_seconds,
+          [&progress](const std::string& line) { progress.WorkerLine(line); },
+          [&options, &progress] {
+            progress.Tick();
+            return options.stop != nullptr && options.stop->load();
+          });
+
+      if (exit.kind == CellExitKind::kInterrupted) {
+        try {
+          db.ReturnToPending(*run_id);
+        } catch (const results::ResultsError& e) {
+          // Still 'running': the next sweep runs it again all the same.
+          spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
+        }
+        summary.interrupted = true;
+        break;
+      }
+      seconds = exit.seconds;
+      outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds, progress.Last(),
+                      oom_kills_before);
+      if (!options.estimate) {
+        estimate.reset();
+      } else if (RunsOnTheCpu(cell)) {
+        if (!KeepsAnEstimate(outcome.status)) estimate.reset();
+      } else {
+        estimate = EstimateAfter(cell, outcome, self, paths.cell.string(), estimate_stderr,
+                                 options.cell_timeout_seconds, options.stop);
+      }
+    }
     try {
       db.FinishRun(*run_id, outcome.status, outcome.error,
                    outcome.result ? &*outcome.result : nullptr, estimate ? &*estimate : nullptr);
@@ -389,7 +439,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
                           summary, i + 1, plan.cells.size()));
     }
     Count(summary, outcome.status);
-    progress.CellDone(exit.seconds, /*ran=*/true);
+    progress.CellDone(seconds, /*ran=*/true);
     const std::string status = results::RunStatusName(outcome.status);
     if (!options.progress_line || outcome.status != RunStatus::kOk) {
       progress.Clear();

@@ -367,6 +367,47 @@ TEST(SweepTest, AWorkerKilledBySigkillIsReportedAsTheHostRunningOutOfMemory) {
       << ReadFile(log);
 }
 
+// MEMSWEEP_HOST_MEMORY stands for a machine with that much host memory available: at 1 MiB even
+// the estimate's floor (a worker's own process) is more, so the cell is not started, its
+// estimate says why, and the sweep ends as for a failed cell. The same cell runs where the
+// memory is there. A value that is no size is refused before anything runs.
+TEST(SweepTest, ACellNeedingMoreHostMemoryThanThereIsIsNotStarted) {
+  const fs::path dir = Scratch("host_short");
+  const fs::path file = WriteExperiment(dir, "host_short", "");
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  setenv("MEMSWEEP_HOST_MEMORY", "lots", 1);
+  EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string()}, log)), 2);
+  EXPECT_NE(ReadFile(log).find("MEMSWEEP_HOST_MEMORY=lots: write the host memory"),
+            std::string::npos)
+      << ReadFile(log);
+  EXPECT_FALSE(fs::exists(db_path));
+  setenv("MEMSWEEP_HOST_MEMORY", "1MiB", 1);
+  const int short_exit = ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string()}, log));
+  unsetenv("MEMSWEEP_HOST_MEMORY");
+  EXPECT_EQ(short_exit, 3) << ReadFile(log);
+  {
+    results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+    EXPECT_EQ(Scalar(db, "SELECT status FROM run_summary"), "failed");
+    const std::string error = Scalar(db, "SELECT error FROM run_summary");
+    EXPECT_EQ(error.rfind("not started: its workers need at least ", 0), 0u) << error;
+    EXPECT_NE(error.find(" of host memory (the estimate's floor"), std::string::npos) << error;
+    EXPECT_NE(error.find("and 1.00 MiB is available"), std::string::npos) << error;
+    EXPECT_NE(error.find("memsweep run --no-estimate"), std::string::npos) << error;
+    // No worker ran: no figures; the estimate that refused it is kept.
+    EXPECT_EQ(Scalar(db, "SELECT peak_allocated_bytes FROM run_summary"), "");
+    EXPECT_EQ(Scalar(db, "SELECT estimate_status FROM run_summary"), "estimated");
+  }
+  EXPECT_NE(ReadFile(log).find("not started: its workers need at least"), std::string::npos);
+  // On this machine (enough memory for a tiny cell) it runs.
+  EXPECT_EQ(ExitCodeOf(Spawn({"run", file.string(), "--db", db_path.string(), "--rerun", "failed"},
+                             log)),
+            0)
+      << ReadFile(log);
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  EXPECT_EQ(Scalar(db, "SELECT status FROM run_summary"), "ok");
+}
+
 TEST(CellProcessTest, ForkIsUnsafeWhileAnotherThreadRuns) {
   std::atomic<bool> done{false};
   std::thread other([&done] {

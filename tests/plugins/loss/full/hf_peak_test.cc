@@ -2,8 +2,9 @@
 // hf_peak_reference/make_references.py, run by ctest as HfPeakReference.FullLossMatchesTransformers):
 // for every model type memsweep reads, the run's peak equals the peak torch.profiler measures for
 // transformers within 1% — keep_logits = true against the loop that keeps the model's outputs
-// through backward, keep_logits = false against transformers' Trainer, which keeps only the loss;
-// and memsweep estimate's figure for the same run against the same peaks.
+// through backward, keep_logits = false against transformers' Trainer, which keeps only the loss,
+// and checkpointing/full against the Trainer's loop with gradient checkpointing; and memsweep
+// estimate's figure for the same run against the same peaks.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,7 +24,7 @@ using testing_support::SourcePath;
 using testing_support::Train;
 
 config::RunConfig ReferenceRun(const std::string& model_dir, int64_t rows, int64_t tokens,
-                               int64_t steps, bool keep_logits) {
+                               int64_t steps, bool keep_logits, bool checkpointing) {
   const std::string text =
       "[experiment]\nname = \"hf-peak\"\nsteps = " + std::to_string(steps) +
       "\nwarmup_steps = 1\nseed = 1\n"
@@ -34,7 +35,7 @@ config::RunConfig ReferenceRun(const std::string& model_dir, int64_t rows, int64
       "[strategies.batching]\nseq_len = " + std::to_string(tokens) +
       "\nmicro_batch_size = " + std::to_string(rows) +
       "\n[strategies.loss]\nplugin = \"full\"\nkeep_logits = " + (keep_logits ? "true" : "false") +
-      "\n";
+      "\n[strategies.checkpointing]\nplugin = \"" + (checkpointing ? "full" : "none") + "\"\n";
   return config::ParseRunConfig(text, SourcePath("experiments/hf-peak.toml"), {});
 }
 
@@ -49,27 +50,33 @@ TEST(LossHfPeakReferenceTest, FullLossPeakEqualsTransformersForEveryModelType) {
     std::ifstream in(case_dir + "/peaks.json");
     ASSERT_TRUE(in) << case_dir << "/peaks.json";
     const nlohmann::json peaks = nlohmann::json::parse(in);
-    for (const bool keep : {false, true}) {
-      const int64_t reference = peaks.at(keep ? "outputs_kept" : "trainer").get<int64_t>();
-      const train::RunResult r =
-          Train(ReferenceRun(case_dir, peaks.at("rows"), peaks.at("tokens"), peaks.at("steps"), keep));
+    // transformers' three loops: the Trainer's, the tutorials' (outputs kept), the Trainer's
+    // with gradient checkpointing (checkpointing/full: every decoder block recomputed).
+    for (const std::string loop : {"trainer", "outputs_kept", "trainer_checkpointed"}) {
+      const bool keep = loop == "outputs_kept";
+      const bool checkpointing = loop == "trainer_checkpointed";
+      const int64_t reference = peaks.at(loop).get<int64_t>();
+      const auto run = [&] {
+        return ReferenceRun(case_dir, peaks.at("rows"), peaks.at("tokens"), peaks.at("steps"),
+                            keep, checkpointing);
+      };
+      const train::RunResult r = Train(run());
       const int64_t peak = r.memory.peak_allocated_bytes;
       const double ratio = static_cast<double>(peak) / static_cast<double>(reference);
-      std::printf("%s keep_logits=%d: memsweep %lld, transformers %lld bytes (%.4f)\n",
-                  model_type.c_str(), keep, static_cast<long long>(peak),
-                  static_cast<long long>(reference), ratio);
-      EXPECT_NEAR(ratio, 1.0, 0.01) << model_type << " keep_logits=" << keep;
+      std::printf("%s %s: memsweep %lld, transformers %lld bytes (%.4f)\n", model_type.c_str(),
+                  loop.c_str(), static_cast<long long>(peak), static_cast<long long>(reference),
+                  ratio);
+      EXPECT_NEAR(ratio, 1.0, 0.01) << model_type << " " << loop;
       // The estimate of the same run (memsweep estimate: the loop on the meta device) against
       // transformers' peak: the estimate is for the user's stack.
-      const estimate::CellEstimate e = estimate::EstimateRun(
-          ReferenceRun(case_dir, peaks.at("rows"), peaks.at("tokens"), peaks.at("steps"), keep));
+      const estimate::CellEstimate e = estimate::EstimateRun(run());
       ASSERT_EQ(e.status, estimate::EstimateStatus::kEstimated) << e.message;
       const double estimate_ratio = static_cast<double>(e.run.memory.peak_allocated_bytes) /
                                     static_cast<double>(reference);
-      std::printf("%s keep_logits=%d: estimate %lld bytes (%.4f of transformers')\n",
-                  model_type.c_str(), keep,
-                  static_cast<long long>(e.run.memory.peak_allocated_bytes), estimate_ratio);
-      EXPECT_NEAR(estimate_ratio, 1.0, 0.01) << model_type << " keep_logits=" << keep;
+      std::printf("%s %s: estimate %lld bytes (%.4f of transformers')\n", model_type.c_str(),
+                  loop.c_str(), static_cast<long long>(e.run.memory.peak_allocated_bytes),
+                  estimate_ratio);
+      EXPECT_NEAR(estimate_ratio, 1.0, 0.01) << model_type << " " << loop;
     }
   }
 }

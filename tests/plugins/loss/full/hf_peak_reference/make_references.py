@@ -7,12 +7,15 @@ model is built. The peak is the highest sum of live tensor bytes in the profiler
 timeline (torch.profiler._memory_profiler.MemoryProfile, the data behind
 export_memory_timeline) — every parameter, gradient, optimizer state and activation.
 
-Two training loops, as users write them:
+Two training loops, as users write them, and the first with gradient checkpointing:
   trainer:      loss = model(input_ids=ids, labels=ids).loss; loss.backward()
                 (transformers' Trainer: compute_loss keeps only the loss)
   outputs_kept: outputs = model(input_ids=ids, labels=ids); outputs.loss.backward()
                 (the loop of Hugging Face's tutorials: `outputs` holds the logits through
                 backward)
+  trainer_checkpointed: the trainer loop after model.gradient_checkpointing_enable() with its
+                defaults (what `gradient_checkpointing=True` in TrainingArguments does): every
+                decoder layer recomputed in backward
 
   python3 make_references.py OUT_DIR
 writes OUT_DIR/<case>/config.json and OUT_DIR/<case>/peaks.json.
@@ -51,10 +54,12 @@ def peak_bytes(model_class, config, loop):
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
                  with_stack=True) as prof:
         model = model_class(config).to(torch.float32)  # a class, or AutoModel's from_config
+        if loop == "trainer_checkpointed":
+            model.gradient_checkpointing_enable()
         model.train()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         for _ in range(STEPS):
-            if loop == "trainer":
+            if loop in ("trainer", "trainer_checkpointed"):
                 loss = model(input_ids=ids, labels=ids).loss
                 loss.backward()
             else:
@@ -100,7 +105,8 @@ def main():
         case_dir = Path(out_dir) / name
         case_dir.mkdir(parents=True, exist_ok=True)
         config.save_pretrained(case_dir)
-        peaks = {loop: peak_bytes(model_class, config, loop) for loop in ("trainer", "outputs_kept")}
+        peaks = {loop: peak_bytes(model_class, config, loop)
+                 for loop in ("trainer", "outputs_kept", "trainer_checkpointed")}
         peaks.update(rows=ROWS, tokens=TOKENS, steps=STEPS,
                      logits_bytes=4 * ROWS * TOKENS * config.vocab_size)
         (case_dir / "peaks.json").write_text(json.dumps(peaks, indent=1) + "\n")
