@@ -14,6 +14,7 @@
 #include "core/estimate/blas_workspaces.h"
 #include "core/estimate/meta_attention.h"
 #include "core/estimate/meta_communicator.h"
+#include "core/estimate/meta_gradient_sums.h"
 #include "core/estimate/meta_upcast_gemm.h"
 #include "core/memory/byte_size.h"
 #include "core/memory/rss.h"
@@ -186,6 +187,7 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
       }
       std::optional<ScopedBlasWorkspaces> workspaces;
       std::optional<ScopedMetaUpcastGemm> upcast;
+      const ScopedInPlaceGradientSums gradient_sums;  // the engine's in-place sums, as on a device
       if (target == c10::DeviceType::CUDA) {
         e.blas_workspace_bytes = CublasWorkspaceBytes(compute_capability);
         workspaces.emplace(e.blas_workspace_bytes);

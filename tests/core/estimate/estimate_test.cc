@@ -103,9 +103,35 @@ TEST(EstimateTest, PeaksFollowTheMeasuredRunForEverySlot) {
   }
 }
 
-// bf16 autocast with full checkpointing, and with the fused loss: the estimate is below the
-// measured peak (-1.8 % and -3.9 % on the tiny preset, docs/estimate.md: not yet explained). Held
-// at 5 % so that a gross regression fails.
+// A tied embedding and LM head gets two gradients, summed by autograd's engine before they reach
+// the weight: on the CPU in place when the engine holds the only reference to the first (loss/fused
+// returns a buffer of its own), on the meta device only with ScopedInPlaceGradientSums — without
+// it the estimate held one head-sized tensor more (+17 % at Qwen2.5-0.5B's head). A vocabulary of
+// 8,192 makes the head's gradient the largest tensor of the step.
+TEST(EstimateTest, ATiedHeadsTwoGradientsAreSummedAsTheCpuSumsThem) {
+  for (const char* loss : {"full", "chunked", "fused"}) {
+    for (const char* precision : {"fp32", "bf16-autocast"}) {
+      const config::RunConfig cfg =
+          TinyRun(3, {"model.vocab_size=8192", "model.tie_word_embeddings=true",
+                      std::string("strategies.loss.plugin=\"") + loss + "\"",
+                      std::string("strategies.precision.plugin=\"") + precision + "\""});
+      const train::RunResult measured = Train(cfg);
+      ASSERT_EQ(measured.status, RunStatus::kOk) << loss << " " << precision << ": " << measured.error;
+      const CellEstimate e = estimate::EstimateRun(cfg);
+      ASSERT_EQ(e.status, EstimateStatus::kEstimated) << e.message;
+      std::printf("tied, loss/%-8s %-14s peak allocated %lld measured, %lld estimated\n", loss,
+                  precision, static_cast<long long>(measured.memory.peak_allocated_bytes),
+                  static_cast<long long>(e.run.memory.peak_allocated_bytes));
+      EXPECT_LE(Relative(e.run.memory.peak_allocated_bytes, measured.memory.peak_allocated_bytes),
+                0.01)
+          << loss << " " << precision;
+    }
+  }
+}
+
+// bf16 autocast with full checkpointing, and with the fused loss: equal to the byte and 0.73 %
+// below the measured peak on the tiny preset (docs/estimate.md: the second not yet explained).
+// Held at 5 % so that a gross regression fails.
 TEST(EstimateTest, AutocastWithCheckpointingOrTheFusedLossStaysWithinFivePercent) {
   const std::vector<Case> cases = {
       {"bf16-autocast checkpointing",
