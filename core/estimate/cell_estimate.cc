@@ -10,6 +10,7 @@
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
 #include "core/env/cpu_gemm.h"
+#include "core/env/cuda_probe.h"
 #include "core/env/gpu_catalog.h"
 #include "core/estimate/blas_workspaces.h"
 #include "core/estimate/meta_attention.h"
@@ -25,11 +26,14 @@
 namespace memsweep::estimate {
 namespace {
 
-// The device type a cell's estimate stands for: its own, an "auto" cell's the one it took.
+// The device type a cell's estimate stands for: its own; an "auto" cell's the one it took (in
+// `memsweep run`), else the one it would take here — CUDA where this machine has a usable GPU, as
+// [device] type = "auto" decides when a run loads the cell.
 std::string StandsFor(const experiment::Cell& cell, const EstimateTarget& target) {
   const std::string type = cell.document["device"]["type"].value_or(std::string("cpu"));
   if (type != "auto") return type;
-  return target.auto_device.empty() ? "cpu" : target.auto_device;
+  if (!target.auto_device.empty()) return target.auto_device;
+  return env::ProbeCuda().usable() ? "cuda" : "cpu";
 }
 
 // The cell's document with the estimate's device: the CPU's reading of [device] (the meta device

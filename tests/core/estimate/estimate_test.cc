@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env/cuda_probe.h"
 #include "core/estimate/cell_estimate.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/memory/rss.h"
@@ -245,9 +246,9 @@ TEST(EstimateTest, ACudaCellWithAPluginThatRefusesCudaIsUnsupported) {
   EXPECT_EQ(estimate::EstimateRun(cfg).status, EstimateStatus::kEstimated);
 }
 
-// A cell of type "auto" stands for the device it took: the CPU by default (a machine without a
-// GPU), CUDA where `memsweep run`'s worker took a GPU — then with CUDA's caching allocator and
-// cuBLAS workspaces.
+// A cell of type "auto" stands for the device it took: CUDA where `memsweep run`'s worker took a
+// GPU — then with CUDA's caching allocator and cuBLAS workspaces — and, estimated alone, the
+// device a run would take on this machine (the CPU without a usable GPU).
 TEST(EstimateTest, AnAutoCellIsEstimatedForTheDeviceItTook) {
   const std::string text =
       "[experiment]\nname = \"auto\"\nsteps = 1\nwarmup_steps = 0\nseed = 1\n"
@@ -264,9 +265,14 @@ TEST(EstimateTest, AnAutoCellIsEstimatedForTheDeviceItTook) {
   const CellEstimate cuda = estimate::EstimateCell(plan.cells[0], took_gpu);
   ASSERT_EQ(cpu.status, EstimateStatus::kEstimated) << cpu.message;
   ASSERT_EQ(cuda.status, EstimateStatus::kEstimated) << cuda.message;
-  EXPECT_EQ(cpu.target, "cpu");
+  const bool gpu_here = env::ProbeCuda().usable();
+  EXPECT_EQ(cpu.target, gpu_here ? "cuda" : "cpu");
   EXPECT_EQ(cuda.target, "cuda");
-  EXPECT_EQ(cpu.blas_workspaces, 0);
+  estimate::EstimateTarget took_cpu;
+  took_cpu.auto_device = "cpu";
+  const CellEstimate on_cpu = estimate::EstimateCell(plan.cells[0], took_cpu);
+  EXPECT_EQ(on_cpu.target, "cpu");
+  EXPECT_EQ(on_cpu.blas_workspaces, 0);
   EXPECT_EQ(cuda.blas_workspaces, 2);
 }
 
