@@ -12,6 +12,7 @@
 #include "../common/token_loss.h"
 #include "memsweep/allocation_label.h"
 #include "memsweep/autocast.h"
+#include "memsweep/compute_device.h"
 #include "memsweep/batch.h"
 
 namespace memsweep::plugins::loss {
@@ -86,7 +87,7 @@ void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor&
   // benchmark"). On CUDA, h·Wᵀ: cuBLAS runs both shapes alike, and the softmax's reductions and
   // scatters over rows of contiguous [n, V] logits run faster than over a transposed view.
   // The compute dtype is autocast's, if on (mm is on its list, as linear is).
-  const bool cuda = h.is_cuda();
+  const bool cuda = ComputeDevice(h) == c10::DeviceType::CUDA;  // an estimate of a CUDA run too
   at::Tensor logits = cuda ? at::mm(h, weight.t()) : at::mm(weight, h.t()).t();
   if (bias.defined()) logits = logits + InDtype(bias, logits.scalar_type());
   const c10::ScalarType compute = logits.scalar_type();

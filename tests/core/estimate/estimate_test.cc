@@ -67,6 +67,15 @@ std::vector<Case> Cases() {
       {"bf16-autocast lora",
        {"strategies.precision.plugin=\"bf16-autocast\"", "strategies.adapter.plugin=\"lora\"",
         "strategies.adapter.rank=4"}},
+      // The CPU's bf16 upcast products (the AVX2 default), and through the eager attention's
+      // folded GEMM on rows of up to 1,024 tokens, which an estimate of a CPU run takes too
+      // (memsweep/compute_device.h; without it: 31,993,512 estimated against 33,152,752).
+      {"bf16 upcast gemm", {"strategies.precision.plugin=\"bf16\"", "device.gemm=\"upcast\""}},
+      {"bf16-autocast upcast gemm long rows",
+       {"strategies.precision.plugin=\"bf16-autocast\"", "device.gemm=\"upcast\"",
+        "device.threads=1", "strategies.batching.seq_len=1024",
+        "strategies.batching.micro_batch_size=1", "strategies.batching.accumulation_steps=8",
+        "strategies.batching.padding=\"longest\"", "experiment.warmup_steps=0"}},
 
       {"checkpointing every 2", {"strategies.checkpointing.plugin=\"every_k\""}},
       {"qlora", {"strategies.adapter.plugin=\"qlora\"", "strategies.adapter.rank=4"}},
