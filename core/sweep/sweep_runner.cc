@@ -358,18 +358,23 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
 
     // A CPU cell is estimated before its worker starts (the estimate's target is known: the
     // CPU), and not started when its workers would need more host memory than is available.
+    // Ctrl-C while the cell is estimated or runs: the cell goes back to 'pending'.
+    const auto give_back = [&] {
+      try {
+        db.ReturnToPending(*run_id);
+      } catch (const results::ResultsError& e) {
+        // Still 'running': the next sweep runs it again all the same.
+        spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
+      }
+      summary.interrupted = true;
+    };
     const std::string estimate_stderr = paths.stderr_file.string() + ".estimate";
     std::optional<nlohmann::json> estimate;
     if (options.estimate && RunsOnTheCpu(cell)) {
       estimate = EstimateRow(cell, estimate::EstimateTarget{}, self, paths.cell.string(),
                              estimate_stderr, options.cell_timeout_seconds, options.stop);
-      if (options.stop != nullptr && options.stop->load()) {  // Ctrl-C while it was estimated
-        try {
-          db.ReturnToPending(*run_id);
-        } catch (const results::ResultsError& e) {
-          spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
-        }
-        summary.interrupted = true;
+      if (options.stop != nullptr && options.stop->load()) {
+        give_back();
         break;
       }
     }
@@ -393,25 +398,17 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
           });
 
       if (exit.kind == CellExitKind::kInterrupted) {
-        try {
-          db.ReturnToPending(*run_id);
-        } catch (const results::ResultsError& e) {
-          // Still 'running': the next sweep runs it again all the same.
-          spdlog::warn("{} stays 'running' in the database: {}", label, e.what());
-        }
-        summary.interrupted = true;
+        give_back();
         break;
       }
       seconds = exit.seconds;
       outcome = Judge(exit, paths.result.string(), options.cell_timeout_seconds, progress.Last(),
                       oom_kills_before);
-      if (!options.estimate) {
-        estimate.reset();
-      } else if (RunsOnTheCpu(cell)) {
-        if (!KeepsAnEstimate(outcome.status)) estimate.reset();
-      } else {
+      if (options.estimate && !RunsOnTheCpu(cell)) {
         estimate = EstimateAfter(cell, outcome, self, paths.cell.string(), estimate_stderr,
                                  options.cell_timeout_seconds, options.stop);
+      } else if (!KeepsAnEstimate(outcome.status)) {
+        estimate.reset();  // the CPU cell's estimate from before its worker
       }
     }
     try {

@@ -140,7 +140,7 @@ VocabGradients PlainVocabBlocks(const at::Tensor& hidden, const at::Tensor& weig
   const at::Tensor& t = call.targets;
   const at::Tensor valid = t.ne(data::kIgnoreIndex);
   const bool upcast = call.options.upcast;
-  std::vector<RowRange> blocks = ChunkRows(vocab, block_rows);
+  const std::vector<RowRange> blocks = ChunkRows(vocab, block_rows);
   at::Tensor lse, picked;
   {
     memory::AllocationLabel label("logits");
