@@ -11,6 +11,7 @@
 #include "core/cli/calibrate_command.h"
 #include "core/cli/command.h"
 #include "core/cli/compare_command.h"
+#include "core/cli/report_command.h"
 #include "core/cli/estimate_command.h"
 #include "core/cli/exit_code.h"
 #include "core/cli/plan_command.h"
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
     memsweep::cli::AddQueryCommand(app, query_options, exit_code);
     memsweep::cli::CompareCommandOptions compare_options;
     memsweep::cli::AddCompareCommand(app, compare_options, exit_code);
+    memsweep::cli::ReportOptions report_options;
+    memsweep::cli::AddReportCommand(app, report_options, exit_code);
     memsweep::cli::CalibrateOptions calibrate_options;
     memsweep::cli::AddCalibrateCommand(app, calibrate_options, exit_code);
     try {

@@ -256,7 +256,12 @@ nlohmann::ordered_json ComparisonToJson(const Comparison& c) {
 
 Comparison Compare(ResultsDb& db, const CompareOptions& options) {
   Comparison comparison;
-  comparison.experiment = ChooseExperiment(db, options.experiment);
+  std::optional<ExperimentRow> by_id;
+  if (options.experiment_id) by_id = db.FindExperiment(*options.experiment_id);
+  if (options.experiment_id && !by_id) {
+    throw ResultsError(db.path(), "no experiment " + std::to_string(*options.experiment_id));
+  }
+  comparison.experiment = by_id ? *by_id : ChooseExperiment(db, options.experiment);
   const int64_t experiment_id = comparison.experiment.id;
   const std::vector<RunFigures> runs = LoadRuns(db, experiment_id);
   comparison.compared_runs = static_cast<int64_t>(runs.size());

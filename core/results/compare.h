@@ -23,6 +23,7 @@ namespace memsweep::results {
 struct CompareOptions {
   std::string experiment;  // "" = the most recently created experiment
   std::string baseline;    // "" | "RUN_ID" | "key=value[,key=value]" (FindBaselineCell)
+  std::optional<int64_t> experiment_id;  // this experiment, whatever `experiment` says
 };
 
 struct Comparison {

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 const std::vector<std::vector<std::string>> kLayers = {
     {"cli"},
     {"sweep"},
-    {"launch"},      // starts the ranks of a multi-process run and gathers their results
+    {"launch"},
+    {"page"},        // the HTML report of a results database (memsweep report)      // starts the ranks of a multi-process run and gathers their results
     {"results"},
     {"report"},
     {"estimate"},    // a cell's memory from its training loop on the meta device
