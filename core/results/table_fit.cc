@@ -99,6 +99,14 @@ std::vector<std::string> ShortHeaders(const std::vector<std::string>& names) {
   return headers;
 }
 
+// Are the column's INTEGER values byte counts (FormatTable: "*_bytes" or TableOptions::bytes)?
+bool IsBytesColumn(const std::string& name, const TableOptions& options) {
+  constexpr std::string_view kSuffix = "_bytes";
+  return (name.size() >= kSuffix.size() &&
+          name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) ||
+         Contains(options.bytes, name);
+}
+
 bool HoldsText(const QueryResult& result, size_t column) {
   return std::any_of(result.kinds.begin(), result.kinds.end(), [column](const auto& kinds) {
     return kinds[column] == ValueKind::kText || kinds[column] == ValueKind::kBlob;
@@ -121,6 +129,7 @@ std::vector<size_t> ValueWidths(const QueryResult& result, const TableOptions& o
   for (size_t c = 0; c < result.columns.size(); ++c) {
     TableOptions alone;
     if (Contains(options.uncut, result.columns[c])) alone.uncut = {""};
+    if (IsBytesColumn(result.columns[c], options)) alone.bytes = {""};
     const std::string text = FormatTable(OneColumn(result, c, ""), alone);
     const size_t rule = text.find('\n') + 1;
     widths.push_back(text.find('\n', rule) - rule);
@@ -168,7 +177,15 @@ std::optional<size_t> ColumnNamed(const QueryResult& result, const std::string& 
   return std::nullopt;
 }
 
-// Columns in the order they are considered: `importance`'s, then the rest in table order.
+// No row has a value in the column (NULL or "" everywhere).
+bool IsEmptyColumn(const QueryResult& result, size_t column) {
+  return std::all_of(result.rows.begin(), result.rows.end(), [column](const auto& row) {
+    return !row[column] || row[column]->empty();
+  });
+}
+
+// Columns in the order they are considered: `importance`'s, then the rest in table order; columns
+// without a value in any row after all others.
 std::vector<size_t> ByImportance(const QueryResult& result,
                                  const std::vector<std::string>& importance) {
   std::vector<size_t> order;
@@ -178,6 +195,8 @@ std::vector<size_t> ByImportance(const QueryResult& result,
   for (size_t c = 0; c < result.columns.size(); ++c) {
     if (std::find(order.begin(), order.end(), c) == order.end()) order.push_back(c);
   }
+  std::stable_partition(order.begin(), order.end(),
+                        [&result](size_t column) { return !IsEmptyColumn(result, column); });
   return order;
 }
 
@@ -257,6 +276,7 @@ FittedTable FitTable(const QueryResult& result, const FitOptions& options) {
   fitted.shown.columns = headers;
   for (size_t i = 0; i < chosen.size(); ++i) {
     if (Contains(options.table.uncut, names[i])) fitted.options.uncut.push_back(headers[i]);
+    if (IsBytesColumn(names[i], options.table)) fitted.options.bytes.push_back(headers[i]);
   }
   // The last column's text, wrapped to what the others leave.
   const bool wrap = !chosen.empty() && text[chosen.back()];

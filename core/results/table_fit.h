@@ -4,7 +4,8 @@
 //   1. shortens long headers: a dotted key to its shortest ending that no other column's key
 //      ends with (strategies.batching.micro_batch_size -> micro_batch_size), and the columns of
 //      kHeaderAbbreviations to their short names (peak_allocated_bytes -> peak_alloc);
-//   2. leaves out the least important columns (the caller's order) until the rest fit;
+//   2. keeps the most important columns (the caller's order; empty columns last) that fit
+//      together, leaving out the others;
 //   3. wraps the last column's text at word boundaries to the width that is left.
 // The caller then prints LeftOutNote, which names what was left out and how to see it.
 //
@@ -28,7 +29,7 @@ namespace memsweep::results {
 inline constexpr size_t kDefaultTableWidth = 100;
 // The last column's text is wrapped to no less than this many columns: a column left fewer is
 // left out instead.
-inline constexpr size_t kMinWrapWidth = 16;
+inline constexpr size_t kMinWrapWidth = 24;
 
 // Short headers, used when a table does not fit with its full ones (docs/results.md).
 inline constexpr std::pair<std::string_view, std::string_view> kHeaderAbbreviations[] = {
@@ -57,7 +58,8 @@ inline constexpr std::pair<std::string_view, std::string_view> kHeaderAbbreviati
 struct FitOptions {
   size_t width = kDefaultTableWidth;
   // Column names, most important first; columns not named are less important than all named
-  // ones, the rightmost least. Ignored when `columns` is given.
+  // ones, the rightmost least, and columns without a value in any row least of all. Ignored when
+  // `columns` is given.
   std::vector<std::string> importance;
   // Exactly these columns, in this order (names as ResolveColumns accepts them): nothing is left
   // out, headers are still shortened and the last column wrapped when the table is too wide.

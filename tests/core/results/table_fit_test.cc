@@ -74,15 +74,26 @@ TEST(TableFitTest, LeavesOutTheLeastImportantColumnsAndNamesThem) {
   }
 }
 
+TEST(TableFitTest, AColumnWithoutValuesGoesFirst) {
+  QueryResult table = TextTableForFit({"cell", "verdict", "status"}, {{"0", "", "ok"}});
+  table.rows[0][1] = std::nullopt;
+  table.kinds[0][1] = ValueKind::kNull;
+  table.columns[2] = "status_of_the_cell";
+  const FittedTable fitted = FitTable(table, {.width = 26, .importance = {"cell", "verdict"}});
+  EXPECT_EQ(fitted.left_out, (std::vector<std::string>{"verdict"})) << fitted.text;
+}
+
 TEST(TableFitTest, ShortensHeadersOnlyWhereTheyStayUnambiguous) {
   const QueryResult table = TextTableForFit(
       {"cell", "device.memory_budget", "strategies.batching.micro_batch_size", "model.a.size",
        "data.b.size", "peak_allocated_bytes"},
-      {{"0", "24MiB", "2", "1", "2", "14.44 MiB"}});
+      {{"0", "24MiB", "2", "1", "2", "15142912"}});
   const FittedTable fitted = FitTable(table, {.width = 80});
   ASSERT_FALSE(LinesOfFit(fitted.text).empty());
   EXPECT_EQ(LinesOfFit(fitted.text)[0],
             "cell  memory_budget  micro_batch_size  a.size  b.size  peak_alloc");
+  // Still a byte count under its short header.
+  EXPECT_EQ(LinesOfFit(fitted.text)[2], "   0  24MiB                         2       1       2   14.44 MiB");
   EXPECT_TRUE(fitted.left_out.empty());
   // Wide enough for the full headers: they stay.
   EXPECT_EQ(FitTable(table, {.width = 200}).text, FormatTable(table));
@@ -93,7 +104,7 @@ TEST(TableFitTest, WrapsTheLastColumnsTextToTheWidthLeft) {
       TextTableForFit({"cell", "verdict", "verdict_reason"},
                       {{"0", "reference", "the reference run"}, {"3", "differs", kLongReason}});
   // cell, verdict and the gaps take 17 columns; the reason starts there.
-  for (size_t width : {70u, 50u, 40u}) {
+  for (size_t width : {70u, 50u, 42u}) {
     const FittedTable fitted = FitTable(table, {.width = width});
     std::string joined;
     const std::vector<std::string> lines = LinesOfFit(fitted.text);
