@@ -17,7 +17,13 @@ ExitCode Compare(const CompareCommandOptions& options) {
   results::CompareOptions compare;
   compare.experiment = options.experiment;
   compare.baseline = options.baseline;
-  std::cout << results::FormatComparison(results::Compare(db, compare), format);
+  results::ComparisonFormat output{.format = format, .columns = options.width.columns};
+  if (!options.table.empty()) {
+    output.table = options.table == "effects" ? results::ComparisonTable::kEffects
+                                              : results::ComparisonTable::kCells;
+  }
+  if (!options.width.wide) output.width = OutputColumns();
+  std::cout << results::FormatComparison(results::Compare(db, compare), output);
   return ExitCode::kOk;
 }
 
@@ -36,6 +42,11 @@ void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, ExitCode& 
   compare->add_option("--format", options.format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
+  compare
+      ->add_option("--table", options.table,
+                   "One table: cells or effects (default: both, but only cells with --format csv)")
+      ->check(CLI::IsMember({"cells", "effects"}));
+  AddTableWidthOptions(compare, options.width);
   AddCommand(compare, exit_code, [&options] { return Compare(options); });
 }
 

@@ -18,6 +18,8 @@
 #include "core/experiment/experiment_plan.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
+#include "core/results/table_fit.h"
+#include "core/cli/table_width.h"
 #include "core/cli/worker_command.h"
 #include "core/sweep/sweep_runner.h"
 
@@ -63,11 +65,28 @@ results::QueryResult WithShortParams(results::QueryResult rows) {
   return rows;
 }
 
-void PrintCells(const std::string& db_path, int64_t experiment_id) {
+// ResultsDb::CellOutcomes' columns, most important first: what a fitted summary keeps.
+const std::vector<std::string> kCellOutcomeImportance = {
+    "cell",       "status", "params",  "peak_allocated", "tokens_per_s",
+    "final_loss", "error",  "verdict", "peak_reserved",  "repeat"};
+
+void PrintCells(const std::string& db_path, int64_t experiment_id,
+                const TableWidthOptions& width_options) {
   results::ResultsDb db(db_path, results::ResultsDb::Mode::kReadOnly);
-  const results::QueryResult rows = db.CellOutcomes(experiment_id);
+  const results::QueryResult rows = WithShortParams(db.CellOutcomes(experiment_id));
   // The params say which cell a row is: never cut.
-  std::cout << results::FormatTable(WithShortParams(rows), {.uncut = {"params"}});
+  const results::TableOptions table_options{.uncut = {"params"}};
+  if (width_options.wide) {
+    std::cout << results::FormatTable(rows, table_options);
+    return;
+  }
+  const size_t width = OutputColumns();
+  const results::FitOptions fit{.width = width,
+                                .importance = kCellOutcomeImportance,
+                                .columns = width_options.columns,
+                                .table = table_options};
+  const results::FittedTable fitted = results::FitTable(rows, fit);
+  std::cout << fitted.text << results::LeftOutNote(fitted, width);
 }
 
 ExitCode RunExperiment(const RunOptions& options) {
@@ -80,6 +99,7 @@ ExitCode RunExperiment(const RunOptions& options) {
     throw config::ConfigError("--rerun " + options.rerun + ": expected failed or all");
   }
   // Every cell is validated before anything runs or the database is touched.
+  results::ResolveColumns(options.width.columns, kCellOutcomeImportance, "the summary table");
   config::RefuseFailedStartupPlugins();
   CheckHostMemorySetting();
   const experiment::ExperimentPlan plan =
@@ -99,7 +119,7 @@ ExitCode RunExperiment(const RunOptions& options) {
   spdlog::info("experiment '{}': {} cells, results in {}", plan.name, plan.cells.size(),
                options.db_path);
   const sweep::SweepSummary summary = sweep::RunSweep(plan, sweep_options);
-  PrintCells(options.db_path, summary.experiment_id);
+  PrintCells(options.db_path, summary.experiment_id, options.width);
   std::cout << "\n" << summary.cells << " cells: " << summary.ok << " ok, " << summary.oom
             << " oom, " << summary.failed << " failed, " << summary.timeout << " timed out, "
             << summary.skipped << " already done" << (summary.interrupted ? " (interrupted)" : "")
@@ -126,6 +146,7 @@ void AddRunCommand(CLI::App& app, RunOptions& options, ExitCode& exit_code) {
   run->add_flag("--no-estimate", options.no_estimate,
                 "Do not estimate each cell beside its measurement (run_summary's estimated_* "
                 "columns; docs/estimate.md)");
+  AddTableWidthOptions(run, options.width);
   AddCommand(run, exit_code, [&options] { return RunExperiment(options); });
 }
 

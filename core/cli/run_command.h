@@ -2,7 +2,7 @@
 // process — recording everything in the results database, then prints one line per cell.
 //
 //   memsweep run experiments/quickstart.toml [--db F] [--set key=value]... [--rerun failed|all]
-//                [--cell-timeout SECONDS]
+//                [--cell-timeout SECONDS] [--wide | --columns a,b,c]
 //
 // Exit codes (core/cli/exit_code.h, docs/cli.md): kOk every cell ran (an OOM against the budget
 // is a result); kInvalidInput invalid input (nothing is run or written) or a results database
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cli/exit_code.h"
+#include "core/cli/table_width.h"
 
 namespace memsweep::cli {
 
@@ -30,6 +31,8 @@ struct RunOptions {
   bool exec_workers = false;
   // Skip each cell's estimate (run_summary's estimated_* columns stay NULL).
   bool no_estimate = false;
+  // The summary table: fitted to the terminal unless --wide; --columns chooses its columns.
+  TableWidthOptions width;
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

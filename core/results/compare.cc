@@ -6,8 +6,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/experiment/cell.h"
 #include "core/results/cell_verdicts.h"
 #include "core/results/main_effects.h"
+#include "core/results/table_fit.h"
 
 namespace memsweep::results {
 namespace {
@@ -293,27 +295,92 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
   return comparison;
 }
 
-std::string FormatComparison(const Comparison& comparison, OutputFormat format) {
-  switch (format) {
+std::vector<std::string> CellsColumnImportance(const std::vector<std::string>& factors) {
+  std::vector<std::string> order = {"cell"};
+  order.insert(order.end(), factors.begin(), factors.end());
+  for (const char* column :
+       {"status", "peak_allocated_bytes", "peak_allocated_ratio", "tokens_per_s_ratio",
+        "final_loss_delta", "verdict", "n", "verdict_reason", "estimate_error",
+        "activations_ratio", "peak_reserved_ratio", "tokens_per_s", "final_loss", "expected",
+        "estimate", "estimated_peak_allocated_bytes", "activations_bytes", "max_rel_deviation",
+        "compute_dtype", "max_abs_deviation", "tolerance_rel", "max_deviation_step"}) {
+    order.push_back(column);
+  }
+  return order;
+}
+
+std::string FormatComparison(const Comparison& comparison, const ComparisonFormat& format) {
+  const ComparisonTable chosen = format.table.value_or(ComparisonTable::kCells);
+  const bool effects_chosen = chosen == ComparisonTable::kEffects;
+  const QueryResult& chosen_table = effects_chosen ? comparison.effects : comparison.cells;
+  // Checked before anything is printed: an unknown name is an error (exit code 2).
+  const std::vector<std::string> columns =
+      format.columns.empty()
+          ? std::vector<std::string>{}
+          : ResolveColumns(format.columns, chosen_table.columns,
+                           effects_chosen ? "the effects table" : "the cells table");
+  const auto selected = [&](const QueryResult& table) {
+    return columns.empty() ? table : SelectColumns(table, columns);
+  };
+  switch (format.format) {
     case OutputFormat::kTable: {
-      std::string out = TableHeading(comparison) + FormatTable(comparison.cells);
-      if (comparison.effects.rows.empty()) return out;
-      return out +
-             "\neffect of each factor (mean over the cells with each value, relative to the "
-             "cells with the baseline's value):\n\n" +
-             FormatTable(comparison.effects);
+      const size_t width = format.width;
+      const auto wrapped = [width](const std::string& text) {
+        return width == 0 ? text : WrapText(text, width);
+      };
+      // `table` is `which` (its --columns apply when it is the chosen one).
+      const auto print = [&](const QueryResult& table, ComparisonTable which,
+                             std::vector<std::string> importance) {
+        const bool is_chosen = which == chosen;
+        if (width == 0) return FormatTable(is_chosen ? selected(chosen_table) : table);
+        const FitOptions fit{.width = width,
+                             .importance = std::move(importance),
+                             .columns = is_chosen ? columns : std::vector<std::string>{}};
+        const FittedTable fitted = FitTable(table, fit);
+        return fitted.text + LeftOutNote(fitted, width);
+      };
+      std::string out = wrapped(TableHeading(comparison));
+      if (!format.table || chosen == ComparisonTable::kCells) {
+        out += print(comparison.cells, ComparisonTable::kCells,
+                     CellsColumnImportance(comparison.factors));
+      }
+      if (format.table == ComparisonTable::kCells) return out;
+      if (comparison.effects.rows.empty()) {
+        return effects_chosen ? out + "no matrix key varies: no factor effects\n" : out;
+      }
+      // A fitted effects table names the factors as the fitted cells table heads them.
+      QueryResult effects = comparison.effects;
+      if (width != 0 && TextWidth(FormatTable(effects)) > width) {
+        const auto names = experiment::ShortParamNames(comparison.cells.columns);
+        for (auto& row : effects.rows) {
+          if (row[0] && names.count(*row[0]) != 0) row[0] = names.at(*row[0]);
+        }
+      }
+      out += (format.table ? "" : "\n") +
+             wrapped("effect of each factor (mean over the cells with each value, relative to "
+                     "the cells with the baseline's value):") +
+             "\n\n";
+      return out + print(effects, ComparisonTable::kEffects,
+                         {"factor", "value", "cells", "oom_cells", "peak_allocated_ratio",
+                          "tokens_per_s_ratio", "final_loss_delta", "peak_reserved_ratio"});
     }
-    case OutputFormat::kCsv: {
-      std::string out = FormatCsv(comparison.cells);
-      if (comparison.effects.rows.empty()) return out;
-      return out + "\r\n" + FormatCsv(comparison.effects);
+    case OutputFormat::kCsv: return FormatCsv(selected(chosen_table));
+    case OutputFormat::kJson: {
+      nlohmann::ordered_json json;
+      if (format.table) {
+        json = QueryResultToJson(selected(chosen_table));
+      } else {
+        json = ComparisonToJson(comparison);
+        if (!columns.empty()) json["cells"] = QueryResultToJson(selected(comparison.cells));
+      }
+      return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
-    case OutputFormat::kJson:
-      return ComparisonToJson(comparison)
-                 .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-             "\n";
   }
   return "";
+}
+
+std::string FormatComparison(const Comparison& comparison, OutputFormat format) {
+  return FormatComparison(comparison, ComparisonFormat{.format = format});
 }
 
 }  // namespace memsweep::results

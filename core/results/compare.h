@@ -5,7 +5,7 @@
 //   ResultsDb db("results/memsweep.db", ResultsDb::Mode::kReadOnly);
 //   CompareOptions options;
 //   options.baseline = "strategies.batching.micro_batch_size=8";
-//   std::cout << FormatComparison(Compare(db, options), OutputFormat::kTable);
+//   std::cout << FormatComparison(Compare(db, options), {.width = 100});
 #pragma once
 
 #include <cstdint>
@@ -54,9 +54,32 @@ struct Comparison {
 // without a baseline unless one is named.
 Comparison Compare(ResultsDb& db, const CompareOptions& options);
 
-// Table: a heading, the cells, then the effects under their own heading. CSV: the cells table,
-// a blank line, the effects table. JSON: {"experiment", "baseline", "compared_runs",
-// "other_runs", "cells": [...], "effects": [...]}.
+// Which of a comparison's tables to print (`memsweep compare --table`).
+enum class ComparisonTable : uint8_t { kCells, kEffects };
+
+struct ComparisonFormat {
+  OutputFormat format = OutputFormat::kTable;
+  // One table; nullopt: the table format and JSON print both, CSV the cells table.
+  std::optional<ComparisonTable> table;
+  // The table format's width (table_fit.h); 0: every column, as FormatTable prints it (--wide).
+  size_t width = 0;
+  // Exactly these columns of the chosen table (the cells table when both are printed), in every
+  // format (ResolveColumns' names; an unknown one throws config::ConfigError).
+  std::vector<std::string> columns;
+};
+
+// Table: a heading, the cells, then the effects under their own heading; at a width, each table
+// fitted (the cells by CellsColumnImportance) and followed by LeftOutNote, and the heading
+// wrapped. CSV: one table, RFC 4180. JSON: {"experiment", "baseline", "verification",
+// "compared_runs", "other_runs", "cells": [...], "effects": [...]}, or with `table` that table's
+// array of row objects.
+std::string FormatComparison(const Comparison& comparison, const ComparisonFormat& format);
+
+// Every column (format.width 0), both tables in the table format and JSON, the cells in CSV.
 std::string FormatComparison(const Comparison& comparison, OutputFormat format);
+
+// The order in which a fitted cells table keeps its columns, most important first: cell, the
+// factors, status, peak_allocated_bytes, the ratios and delta, verdict, ..., max_deviation_step.
+std::vector<std::string> CellsColumnImportance(const std::vector<std::string>& factors);
 
 }  // namespace memsweep::results

@@ -70,12 +70,13 @@ std::string PrintableText(const std::string& text, bool whole = false, bool keep
 }
 
 // `whole`: never cut (TableOptions); `keep_lines`: line breaks kept (a whole last column).
-std::string TableCell(const std::optional<std::string>& value, ValueKind kind,
-                      const std::string& column, bool whole = false, bool keep_lines = false) {
+// `bytes`: a column of byte counts (named "*_bytes" or in TableOptions::bytes).
+std::string TableCell(const std::optional<std::string>& value, ValueKind kind, bool bytes,
+                      bool whole = false, bool keep_lines = false) {
   if (!value) return "";
   switch (kind) {
     case ValueKind::kInteger:
-      if (EndsWith(column, "_bytes")) return memory::FormatBytes(std::stoll(*value));
+      if (bytes) return memory::FormatBytes(std::stoll(*value));
       return *value;
     case ValueKind::kReal: return HumanReal(std::strtod(value->c_str(), nullptr));
     default: return PrintableText(*value, whole, keep_lines);
@@ -146,6 +147,12 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
 std::string FormatTable(const QueryResult& result, const TableOptions& options) {
   const size_t columns = result.columns.size();
   const std::vector<bool> uncut = UncutColumns(result, options);
+  std::vector<bool> bytes(columns);
+  for (size_t c = 0; c < columns; ++c) {
+    bytes[c] = EndsWith(result.columns[c], "_bytes") ||
+               std::find(options.bytes.begin(), options.bytes.end(), result.columns[c]) !=
+                   options.bytes.end();
+  }
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> widths(columns);
   std::vector<bool> right_aligned(columns, true);
@@ -155,8 +162,8 @@ std::string FormatTable(const QueryResult& result, const TableOptions& options) 
     for (size_t c = 0; c < columns; ++c) {
       const ValueKind kind = result.kinds[r][c];
       const bool whole = options.whole_last_column && c + 1 == columns;
-      line.push_back(TableCell(result.rows[r][c], kind, result.columns[c],
-                               whole || uncut[c], /*keep_lines=*/whole));
+      line.push_back(TableCell(result.rows[r][c], kind, bytes[c], whole || uncut[c],
+                               /*keep_lines=*/whole));
       // A whole last column runs past its rule: nothing follows it.
       widths[c] = std::max(widths[c], whole ? std::min(WidestLine(line.back()), kMaxTableCellWidth)
                                             : DisplayWidth(line.back()));

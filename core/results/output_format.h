@@ -28,6 +28,9 @@ struct TableOptions {
   // Columns whose values are never cut (shown on one line, line breaks as "\n"): the cells
   // table's params, which say which cell a row is.
   std::vector<std::string> uncut;
+  // Columns whose INTEGER values are byte counts, shown in binary units as those of columns
+  // named "*_bytes" are: the short headers of a fitted table (table_fit.h).
+  std::vector<std::string> bytes;
 };
 
 // Column names, a rule, then one line per row; two spaces between columns; numeric columns

@@ -97,6 +97,30 @@ TEST(RunCommandTest, ParamsColumnNamesTheSlotOfEachPlugin) {
   EXPECT_NE(out.output.find("  ok      every=1 checkpointing=full precision=fp32  "),
             std::string::npos)
       << out.output;
+  // Again (both cells done): the summary with exactly the columns asked for.
+  const Outcome again = RunMemsweep("run " + file.string() + " --db " + (dir / "r.db").string() +
+                                    " --columns params,cell");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("params" + std::string(35, ' ') + "  cell\n" +
+                              std::string(41, '-') + "  ----\n" +
+                              "every=1 checkpointing=none precision=fp32     0\n"),
+            std::string::npos)
+      << again.output;
+}
+
+// --columns is checked before anything runs: an unknown name exits 2 and lists the columns.
+TEST(RunCommandTest, UnknownSummaryColumnExitsTwoBeforeRunning) {
+  const fs::path dir = FreshTempDir("bad_columns");
+  const fs::path db = dir / "r.db";
+  const Outcome out = RunMemsweep("run " + SourcePath("experiments/quickstart.toml") + " --db " +
+                                  db.string() + " --columns cell,peak");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: --columns: 'peak' is no column of the summary table; its "
+                            "columns: cell, status, params, peak_allocated, tokens_per_s, "
+                            "final_loss, error, verdict, peak_reserved, repeat"),
+            std::string::npos)
+      << out.output;
+  EXPECT_FALSE(fs::exists(db));
 }
 
 TEST(RunCommandTest, QuickstartRunsEveryCellAndRecordsTheOomCell) {

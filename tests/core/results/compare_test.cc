@@ -236,7 +236,16 @@ TEST_F(CompareTest, CsvAndJsonOutputs) {
       << csv;
   EXPECT_NE(csv.find("\r\n0,1,x,2,ok,1000,1.0,1.0,,,,500,1.0,200.0,1.0,2.5,0.0,reference,"), std::string::npos)
       << csv;
-  EXPECT_NE(csv.find("\r\n\r\nfactor,value,cells,oom_cells,"), std::string::npos) << csv;
+  // One table per CSV: the cells by default, the effects when asked for.
+  EXPECT_EQ(csv.find("factor,value"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("\r\n\r\n"), std::string::npos) << csv;
+  const std::string effects_csv = FormatComparison(
+      c, ComparisonFormat{.format = OutputFormat::kCsv, .table = ComparisonTable::kEffects});
+  EXPECT_EQ(effects_csv.rfind("factor,value,cells,oom_cells,peak_allocated_ratio,", 0), 0u)
+      << effects_csv;
+  EXPECT_NE(effects_csv.find("\r\nb,y,1,1,2.0,2.0,0.3333333333333333,-0.375\r\n"),
+            std::string::npos)
+      << effects_csv;
 
   const auto json = nlohmann::json::parse(FormatComparison(c, OutputFormat::kJson));
   EXPECT_EQ(json["experiment"]["name"], "ablation");
