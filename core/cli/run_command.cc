@@ -87,6 +87,22 @@ void PrintCells(const std::string& db_path, int64_t experiment_id,
                                 .table = table_options};
   const results::FittedTable fitted = results::FitTable(rows, fit);
   std::cout << fitted.text << results::LeftOutNote(fitted, width);
+  // A cell that did not finish says why even when its error column did not fit: under the table.
+  if (std::find(fitted.left_out.begin(), fitted.left_out.end(), "error") == fitted.left_out.end()) {
+    return;
+  }
+  const auto index = [&rows](const std::string& name) {
+    return static_cast<size_t>(std::find(rows.columns.begin(), rows.columns.end(), name) -
+                               rows.columns.begin());
+  };
+  const size_t cell = index("cell"), error = index("error");
+  for (const auto& row : rows.rows) {
+    if (!row[error] || row[error]->empty()) continue;
+    std::string line =
+        results::WrapText("cell " + row[cell].value_or("?") + ": " + *row[error], width);
+    if (line.empty() || line.back() != '\n') line += '\n';
+    std::cout << line;
+  }
 }
 
 ExitCode RunExperiment(const RunOptions& options) {

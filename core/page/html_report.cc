@@ -37,15 +37,15 @@ h2 { font-size: 20px; margin: 34px 0 4px; padding-top: 12px; border-top: 3px sol
 h3 { font-size: 15px; margin: 22px 0 6px; }
 .meta, .explain { color: #444; margin: 2px 0 8px; }
 nav a { margin-right: 14px; }
-table { border-collapse: collapse; margin: 6px 0 10px; font-size: 13px; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; margin: 6px 0 10px; font-size: 12.5px; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; position: sticky; top: 0; }
 table.sortable th { cursor: pointer; }
 table.sortable th::after { content: " \2195"; color: #888; }
 span.kv { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.bad td { background: #fff0f0; }
-td.error { min-width: 300px; max-width: 460px; white-space: pre-wrap; font-size: 12px; color: #7a0000; }
+td.error { min-width: 260px; max-width: 460px; white-space: pre-wrap; font-size: 12px; color: #7a0000; }
 .status-ok { color: #0a5c2a; font-weight: 600; }
 .status-oom, .status-failed, .status-timeout { color: #a50f15; font-weight: 700; }
 .scroll { overflow-x: auto; }
@@ -56,11 +56,12 @@ svg.chart { display: block; margin: 6px 0 4px; max-width: 100%; height: auto; }
 svg .chart-title { font-size: 15px; font-weight: 600; fill: #1a1a1a; }
 svg .tick, svg .legend, svg .point-label { font-size: 12px; fill: #333; }
 svg .axis-label { font-size: 13px; fill: #1a1a1a; }
-svg .note { font-size: 11px; fill: #333; }
+svg .note { font-size: 11px; fill: #333; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 svg .grid { stroke: #e6e6e6; }
 svg .axis { stroke: #333; }
 svg .limit { stroke: #a50f15; stroke-width: 1.5; stroke-dasharray: 6 4; }
-svg .limit-label { font-size: 12px; fill: #a50f15; font-weight: 600; }
+svg .limit-label { font-size: 12px; fill: #a50f15; font-weight: 600; paint-order: stroke;
+                   stroke: #fff; stroke-width: 3px; }
 svg g.series.off { display: none; }
 svg g.legend-entry { cursor: pointer; }
 svg g.legend-entry.off { opacity: 0.35; }
@@ -350,10 +351,11 @@ void Section(std::ostringstream& out, const ExperimentReport& report, const Page
          "run; the estimate is <code>memsweep estimate</code>'s for the same cell, its error "
          "relative to the measurement.</p>\n"
       << Table(report.cells, "cells",
-               Present(report.cells, {"cell", "repeat", "run_id", "status", "params", "error", "device",
+               Present(report.cells, {"cell", "repeat", "run_id", "status", "params", "device",
                                       "peak_allocated_bytes", "peak_reserved_bytes",
                                       "tokens_per_s", "mfu", "final_loss", "verdict",
-                                      "estimated_peak_allocated_bytes", "estimate_error"}),
+                                      "estimated_peak_allocated_bytes", "estimate_error",
+                                      "error"}),
                true)
       << QueryDetails(kCellsSql, report, info);
   if (!charts.breakdown.empty()) {

@@ -375,6 +375,10 @@ std::string DrawStackedBars(const BarChart& chart) {
           << "</rect>\n";
       total += v;
     }
+    if (i < chart.notes.size() && !chart.notes[i].empty()) {
+      out << "<text class=\"note\" x=\"" << Num(x0 + bar / 2) << "\" y=\"" << Num(y(total) - 4)
+          << "\" text-anchor=\"middle\">" << Escape(chart.notes[i]) << "</text>\n";
+    }
     if (chart.beside && i < chart.beside->values.size() && chart.beside->values[i] &&
         *chart.beside->values[i] > 0) {
       const double v = *chart.beside->values[i];
@@ -393,7 +397,7 @@ std::string DrawStackedBars(const BarChart& chart) {
         << Num(y(value) - 4) << "\" text-anchor=\"end\">"
         << Escape(name + " " + FormatValue(value, chart.value_unit)) << "</text>\n";
   }
-  DrawCategories(out, chart.categories, chart.notes, band, "cell");
+  DrawCategories(out, chart.categories, {}, band, "cell");
   std::vector<LegendEntry> legend;
   for (size_t s = 0; s < chart.series.size(); ++s) {
     legend.push_back({.name = chart.series[s].name, .colour = SeriesColour(s)});

@@ -127,9 +127,17 @@ TEST(RunCommandTest, QuickstartRunsEveryCellAndRecordsTheOomCell) {
   const fs::path dir = FreshTempDir("quickstart");
   const fs::path db_path = dir / "r.db";
   const Outcome out = RunMemsweep("run " + SourcePath("experiments/quickstart.toml") +
-                                  " --set experiment.steps=4 --db " + db_path.string());
+                                      " --set experiment.steps=4 --db " + db_path.string(),
+                                  "env -u COLUMNS");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("4 cells: 3 ok, 1 oom, 0 failed, 0 timed out"), std::string::npos)
+      << out.output;
+  // In 100 columns the error column does not fit: the oom cell's error is printed under the
+  // table.
+  EXPECT_NE(out.output.find("left out to fit 100 columns: verdict, error;"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("\ncell 2: memsweep device out of memory. Tried to allocate"),
+            std::string::npos)
       << out.output;
   memsweep::results::ResultsDb db(db_path.string(), memsweep::results::ResultsDb::Mode::kReadOnly);
   const auto rows = db.Query(
