@@ -236,8 +236,11 @@ std::string RanksChart(const ExperimentReport& report) {
                  .title = "Peak memory per rank of multi-rank cells",
                  .value_label = "Bytes at the rank's peak",
                  .value_unit = Unit::kBytes};
-  std::vector<BarSeries> series = {
-      {"parameters", {}}, {"gradients", {}}, {"optimizer state", {}}, {"activations, other", {}}};
+  // The colours of the same kinds in the breakdown chart.
+  std::vector<BarSeries> series = {{"parameters", {}, 0},
+                                   {"gradients", {}, 2},
+                                   {"optimizer state", {}, 3},
+                                   {"activations, other", {}, 4}};
   BarSeries reserved{"reserved (allocator)", {}};
   for (size_t i = 0; i < r.rows.size(); ++i) {
     chart.categories.push_back(RunLabel(r, i) + " rank " + TextAt(r, i, "rank"));

@@ -25,6 +25,12 @@ std::string Num(double v) {
 // A legend line's characters (the legend column is kRight wide).
 constexpr size_t kLegendChars = 30;
 
+// A bar series' colour: the one it names, else its position's.
+const std::string& ColourOf(const std::vector<BarSeries>& series, size_t index) {
+  const int chosen = series[index].colour;
+  return SeriesColour(chosen >= 0 ? static_cast<size_t>(chosen) : index);
+}
+
 std::string Title(const std::string& text) { return "<title>" + Escape(text) + "</title>"; }
 
 // The unit the axis is written in: a power of 1024 for bytes.
@@ -369,7 +375,7 @@ std::string DrawStackedBars(const BarChart& chart) {
       const double v = *series.values[i];
       out << "<rect class=\"mark\" x=\"" << Num(x0) << "\" y=\"" << Num(y(total + v))
           << "\" width=\"" << Num(bar) << "\" height=\"" << Num(y(total) - y(total + v))
-          << "\" fill=\"" << SeriesColour(s) << "\">"
+          << "\" fill=\"" << ColourOf(chart.series, s) << "\">"
           << Title(chart.categories[i] + ", " + series.name + ": " +
                    FormatValue(v, chart.value_unit))
           << "</rect>\n";
@@ -400,7 +406,7 @@ std::string DrawStackedBars(const BarChart& chart) {
   DrawCategories(out, chart.categories, {}, band, "cell");
   std::vector<LegendEntry> legend;
   for (size_t s = 0; s < chart.series.size(); ++s) {
-    legend.push_back({.name = chart.series[s].name, .colour = SeriesColour(s)});
+    legend.push_back({.name = chart.series[s].name, .colour = ColourOf(chart.series, s)});
   }
   if (chart.beside) legend.push_back({.name = chart.beside->name, .colour = "#444", .outline = true});
   for (const auto& [name, value] : off_scale) {

@@ -38,6 +38,7 @@ std::vector<double> NiceTicks(double low, double high, int count);
 struct BarSeries {
   std::string name;
   std::vector<std::optional<double>> values;  // one per category; nullopt draws nothing
+  int colour = -1;  // SeriesColour's index; -1: the series' own position
 };
 
 struct BarChart {
