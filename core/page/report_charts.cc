@@ -15,6 +15,11 @@ using results::QueryResult;
 // The steps the timeline shows at least (more when a run's peak falls later).
 constexpr int64_t kTimelineSteps = 4;
 
+// The memory kinds' colours, in both memory charts: grey values 0.13, 0.62 (striped), 0.5,
+// 0.33, 0.86 and 0.74 (striped), so that they stay apart printed in greyscale.
+const std::string kTrainable = "#08306b", kFrozen = "#6baed6", kGradients = "#31a354",
+                  kOptimizer = "#a63603", kSaved = "#fdd0a2", kOther = "#bdbdbd";
+
 std::string Id(const ExperimentReport& report, const std::string& chart) {
   return "e" + std::to_string(report.experiment.id) + "-" + chart;
 }
@@ -28,10 +33,13 @@ std::string BreakdownChart(const ExperimentReport& report) {
                  .title = "Memory at the peak, by kind (allocated; reserved beside it)",
                  .value_label = "Bytes at the peak",
                  .value_unit = Unit::kBytes};
-  std::vector<BarSeries> series = {{"trainable parameters", {}}, {"frozen parameters", {}},
-                                   {"gradients", {}},            {"optimizer state", {}},
-                                   {"activations saved for backward", {}},
-                                   {"other (temporaries, workspaces)", {}}};
+  std::vector<BarSeries> series = {
+      {"trainable parameters", {}, kTrainable},
+      {"frozen parameters", {}, kFrozen, true},
+      {"gradients", {}, kGradients},
+      {"optimizer state", {}, kOptimizer},
+      {"activations saved for backward", {}, kSaved},
+      {"other (temporaries, workspaces)", {}, kOther, true}};
   BarSeries reserved{"reserved (allocator)", {}};
   std::set<double> budgets;
   for (size_t i = 0; i < b.rows.size(); ++i) {
@@ -237,10 +245,10 @@ std::string RanksChart(const ExperimentReport& report) {
                  .value_label = "Bytes at the rank's peak",
                  .value_unit = Unit::kBytes};
   // The colours of the same kinds in the breakdown chart.
-  std::vector<BarSeries> series = {{"parameters", {}, 0},
-                                   {"gradients", {}, 2},
-                                   {"optimizer state", {}, 3},
-                                   {"activations, other", {}, 4}};
+  std::vector<BarSeries> series = {{"parameters", {}, kTrainable},
+                                   {"gradients", {}, kGradients},
+                                   {"optimizer state", {}, kOptimizer},
+                                   {"activations, other", {}, kSaved}};
   BarSeries reserved{"reserved (allocator)", {}};
   for (size_t i = 0; i < r.rows.size(); ++i) {
     chart.categories.push_back(RunLabel(r, i) + " rank " + TextAt(r, i, "rank"));

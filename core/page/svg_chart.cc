@@ -25,10 +25,29 @@ std::string Num(double v) {
 // A legend line's characters (the legend column is kRight wide).
 constexpr size_t kLegendChars = 30;
 
-// A bar series' colour: the one it names, else its position's.
-const std::string& ColourOf(const std::vector<BarSeries>& series, size_t index) {
-  const int chosen = series[index].colour;
-  return SeriesColour(chosen >= 0 ? static_cast<size_t>(chosen) : index);
+// A bar series' plain colour: the one it names, else its position's.
+std::string PlainColourOf(const std::vector<BarSeries>& series, size_t index) {
+  return series[index].colour.empty() ? SeriesColour(index) : series[index].colour;
+}
+// Its fill: the plain colour, or the stripes over it (HatchPatterns' pattern; a fragment of the
+// page itself, nothing fetched).
+std::string ColourOf(const std::string& chart_id, const std::vector<BarSeries>& series,
+                     size_t index) {
+  if (!series[index].hatched) return PlainColourOf(series, index);
+  return "url(#" + chart_id + "-hatch" + std::to_string(index) + ")";
+}
+std::string HatchPatterns(const std::string& chart_id, const std::vector<BarSeries>& series) {
+  std::string defs;
+  for (size_t s = 0; s < series.size(); ++s) {
+    if (!series[s].hatched) continue;
+    defs += "<pattern id=\"" + chart_id + "-hatch" + std::to_string(s) +
+            "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+            "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"" +
+            PlainColourOf(series, s) +
+            "\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#222\" "
+            "stroke-width=\"1.6\"/></pattern>";
+  }
+  return defs.empty() ? "" : "<defs>" + defs + "</defs>\n";
 }
 
 std::string Title(const std::string& text) { return "<title>" + Escape(text) + "</title>"; }
@@ -364,6 +383,7 @@ std::string DrawStackedBars(const BarChart& chart) {
   const double band = kPlotW / std::max<size_t>(n, 1);
   Svg svg(chart.id, chart.title, kHeight + (Slanted(chart.categories, band) ? kSlantExtra : 0));
   std::ostringstream& out = svg.out();
+  out << HatchPatterns(chart.id, chart.series);
   DrawValueAxis(out, axis, y, chart.value_label);
   const double bar = std::min(band * (chart.beside ? 0.42 : 0.7), 48.0);
   for (size_t i = 0; i < n; ++i) {
@@ -375,7 +395,7 @@ std::string DrawStackedBars(const BarChart& chart) {
       const double v = *series.values[i];
       out << "<rect class=\"mark\" x=\"" << Num(x0) << "\" y=\"" << Num(y(total + v))
           << "\" width=\"" << Num(bar) << "\" height=\"" << Num(y(total) - y(total + v))
-          << "\" fill=\"" << ColourOf(chart.series, s) << "\">"
+          << "\" fill=\"" << ColourOf(chart.id, chart.series, s) << "\">"
           << Title(chart.categories[i] + ", " + series.name + ": " +
                    FormatValue(v, chart.value_unit))
           << "</rect>\n";
@@ -406,7 +426,7 @@ std::string DrawStackedBars(const BarChart& chart) {
   DrawCategories(out, chart.categories, {}, band, "cell");
   std::vector<LegendEntry> legend;
   for (size_t s = 0; s < chart.series.size(); ++s) {
-    legend.push_back({.name = chart.series[s].name, .colour = ColourOf(chart.series, s)});
+    legend.push_back({.name = chart.series[s].name, .colour = ColourOf(chart.id, chart.series, s)});
   }
   if (chart.beside) legend.push_back({.name = chart.beside->name, .colour = "#444", .outline = true});
   for (const auto& [name, value] : off_scale) {

@@ -38,7 +38,8 @@ std::vector<double> NiceTicks(double low, double high, int count);
 struct BarSeries {
   std::string name;
   std::vector<std::optional<double>> values;  // one per category; nullopt draws nothing
-  int colour = -1;  // SeriesColour's index; -1: the series' own position
+  std::string colour;    // "" = SeriesColour of the series' position
+  bool hatched = false;  // striped over its colour: told apart where greys are alike
 };
 
 struct BarChart {

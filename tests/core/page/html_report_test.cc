@@ -257,10 +257,13 @@ TEST(HtmlReportTest, ThePageNeedsNothingButItself) {
   ResultsDb db(path, ResultsDb::Mode::kReadOnly);
   const std::string html = Report(db);
   EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
-  for (const char* fetches : {" src=", "<link", "url(", "@import", "href=\"http", "fetch(",
+  for (const char* fetches : {" src=", "<link", "@import", "href=\"http", "fetch(",
                               "XMLHttpRequest"}) {
     EXPECT_EQ(html.find(fetches), std::string::npos) << fetches;
   }
+  // url() only for the page's own patterns.
+  EXPECT_GT(Count(html, "url(#"), 0u);
+  EXPECT_EQ(Count(html, "url("), Count(html, "url(#"));
   // The only URL is SVG's namespace name, which is never fetched.
   EXPECT_EQ(Count(html, "http:") + Count(html, "https:"),
             Count(html, "xmlns=\"http://www.w3.org/2000/svg\""));

@@ -57,6 +57,11 @@ TEST(SvgChartTest, StackedBarsDrawEachPositivePartAndNameTheirUnit) {
   EXPECT_EQ(Count(off, "class=\"limit\""), 0u);
   EXPECT_NE(off.find(">budget 8.00 GiB (off the</text>"), std::string::npos);  // on two lines
   EXPECT_NE(off.find("Peak (MiB)"), std::string::npos);
+  // A striped series: one pattern of the chart's own, its bars and legend box filled with it.
+  chart.series[2].hatched = true;
+  const std::string striped = DrawStackedBars(chart);
+  EXPECT_EQ(Count(striped, "<pattern id=\"c-hatch2\""), 1u);
+  EXPECT_EQ(Count(striped, "fill=\"url(#c-hatch2)\""), 3u);  // two bars, the legend
 }
 
 TEST(SvgChartTest, SeriesAfterTheFourthStartHiddenAndTheirLegendSaysSo) {
