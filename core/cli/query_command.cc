@@ -16,7 +16,7 @@ namespace {
 // others from the left: what a fitted table keeps.
 std::vector<std::string> QueryColumnImportance(const results::QueryResult& result) {
   std::vector<std::string> order;
-  if (result.columns.empty()) return order;
+  if (result.columns.size() < 2) return result.columns;
   order = {result.columns.front(), result.columns.back()};
   order.insert(order.end(), result.columns.begin() + 1, result.columns.end() - 1);
   return order;

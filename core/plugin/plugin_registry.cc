@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/plugin/plugin_permissions.h"
+
 namespace memsweep::plugin {
 namespace fs = std::filesystem;
 
@@ -67,7 +69,8 @@ std::vector<PluginFailure> PluginRegistry::LoadPath(const std::string& path,
     reason = path + ": no such file or directory";
   } else {
     try {
-      reason = Add(PluginLibrary::Load(path));
+      reason = UnsafePluginPath(path);
+      if (reason.empty()) reason = Add(PluginLibrary::Load(path));
     } catch (const PluginLoadError& e) {
       reason = e.what();
     }

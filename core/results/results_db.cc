@@ -144,6 +144,7 @@ ResultsDb::ResultsDb(const std::string& path, Mode mode) : db_(OpenConnection(pa
   if (mode == Mode::kReadOnly) {
     db_.Execute("PRAGMA query_only = ON");
     CheckSchemaVersion(db_, kSchemaVersion);
+    db_.DenyChanges();
     return;
   }
   EnableWriteAheadLog(db_);

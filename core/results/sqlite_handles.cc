@@ -254,4 +254,41 @@ void ImmediateTransaction::Commit() {
   finished_ = true;
 }
 
+namespace {
+
+// PRAGMAs that take an argument and only read (https://sqlite.org/pragma.html).
+bool ReadingPragma(const std::string& name) {
+  static const char* const kReading[] = {
+      "table_info",   "table_xinfo",       "table_list",     "index_list",
+      "index_info",   "index_xinfo",       "foreign_key_list", "foreign_key_check",
+      "integrity_check", "quick_check",    "function_list",  "pragma_list",
+      "collation_list", "compile_options", "database_list",  "module_list"};
+  for (const char* reading : kReading) {
+    if (name == reading) return true;
+  }
+  return false;
+}
+
+int DenyChangesAuthorizer(void*, int action, const char* first, const char* second, const char*,
+                          const char*) {
+  switch (action) {
+    case SQLITE_ATTACH:
+    case SQLITE_DETACH: return SQLITE_DENY;
+    case SQLITE_PRAGMA:
+      // `first` is the pragma's name, `second` its argument (NULL when it only reads).
+      if (second == nullptr || ReadingPragma(first == nullptr ? "" : first)) return SQLITE_OK;
+      return SQLITE_DENY;
+    default: return SQLITE_OK;
+  }
+}
+
+}  // namespace
+
+void SqliteConnection::DenyChanges() {
+  const int code = sqlite3_set_authorizer(db_, DenyChangesAuthorizer, nullptr);
+  if (code != SQLITE_OK) {
+    throw ResultsError(path_, std::string("cannot refuse changes: ") + sqlite3_errstr(code));
+  }
+}
+
 }  // namespace memsweep::results

@@ -93,6 +93,11 @@ class SqliteConnection {
   bool HoldsADatabase();
   // Result of a PRAGMA returning one integer, e.g. IntegerPragma("user_version").
   int64_t IntegerPragma(const std::string& name);
+  // From now on, statements that would change anything are refused when prepared ("not
+  // authorized"), on top of a read-only open and `PRAGMA query_only`: ATTACH and DETACH (no
+  // other file is opened, or created), and every PRAGMA that sets a value, `query_only` and
+  // `writable_schema` included; PRAGMAs that only read (table_info, index_list, ...) still run.
+  void DenyChanges();
 
  private:
   // When the current wait for a lock started (the busy handler polls every few milliseconds,

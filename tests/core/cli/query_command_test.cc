@@ -2,6 +2,7 @@
 // missing database.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -125,6 +126,26 @@ TEST(QueryCommandTest, BadSqlExitsTwoWithSqlitesMessage) {
 
   out = RunMemsweep("query --db " + db + " --format xml \"SELECT 1\"");
   EXPECT_EQ(out.exit_code, 2) << out.output;
+
+  // query cannot write, attach or lift its read-only settings (docs/results.md).
+  for (const std::string sql : {"ATTACH '" + db + ".x' AS x", std::string("PRAGMA query_only = OFF"),
+                                std::string("PRAGMA writable_schema = ON")}) {
+    out = RunMemsweep("query --db " + db + " \"" + sql + "\"");
+    EXPECT_EQ(out.exit_code, 2) << sql << ": " << out.output;
+    EXPECT_NE(out.output.find("not authorized"), std::string::npos) << out.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db + ".x"));
+}
+
+TEST(QueryCommandTest, OneColumnAndNoRowsPrintAsTables) {
+  const std::string db = FreshDbPath();
+  BuildAblationDb(db);
+  auto out = RunMemsweep("query --db " + db + " \"SELECT 1 WHERE 0\"", "env -u COLUMNS");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_EQ(out.output, "1\n-\n(0 rows)\n");
+  out = RunMemsweep("query --db " + db + " \"SELECT count(*) AS n FROM runs\"", "env -u COLUMNS");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_EQ(out.output, "n\n-\n6\n(1 row)\n");
 }
 
 TEST(QueryCommandTest, MissingDatabaseExitsTwo) {

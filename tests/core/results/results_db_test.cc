@@ -140,12 +140,28 @@ TEST(ResultsDbTest, ReadOnlyRejectsWrites) {
   for (const char* sql :
        {"INSERT INTO experiments (name, source_path, file_text) VALUES "
         "('x', 'x', 'x')",
-        "DELETE FROM experiments", "DROP TABLE runs", "PRAGMA user_version = 9"}) {
+        "DELETE FROM experiments", "DROP TABLE runs"}) {
     const std::string error = ErrorOf([&] { db.Query(sql); });
     EXPECT_NE(error.find("readonly"), std::string::npos) << sql << ": " << error;
   }
   EXPECT_NE(ErrorOf([&] { db.EnsureExperiment("f", "f.toml", "text"); }).find("readonly"),
             std::string::npos);
+  // Nothing that could open another file or lift the read-only settings gets prepared.
+  const std::string other = path + ".other";
+  for (const std::string& sql :
+       {"ATTACH '" + other + "' AS x", "ATTACH '" + path + "' AS again", std::string("DETACH main"),
+        std::string("PRAGMA query_only = OFF"), std::string("PRAGMA writable_schema = ON"),
+        std::string("PRAGMA journal_mode = DELETE"), std::string("PRAGMA foreign_keys = OFF"),
+        std::string("PRAGMA user_version = 9")}) {
+    const std::string error = ErrorOf([&] { db.Query(sql); });
+    EXPECT_NE(error.find("not authorized"), std::string::npos) << sql << ": " << error;
+  }
+  EXPECT_FALSE(std::filesystem::exists(other));
+  EXPECT_EQ(QueryValue(db, "PRAGMA query_only"), "1");
+  EXPECT_EQ(QueryValue(db, "PRAGMA writable_schema"), "0");
+  // Reading pragmas still answer.
+  EXPECT_GT(QueryCount(db, "SELECT count(*) FROM pragma_table_info('runs')"), 5);
+  EXPECT_EQ(QueryValue(db, "PRAGMA table_info(experiments)"), "0");
   EXPECT_EQ(QueryCount(db, "SELECT count(*) FROM experiments"), 1);
   EXPECT_EQ(UserVersion(path), kSchemaVersion);
 }
