@@ -18,6 +18,7 @@
 #include "core/cli/plugins_command.h"
 #include "core/cli/query_command.h"
 #include "core/cli/run_command.h"
+#include "core/cli/snapshot_command.h"
 #include "core/cli/worker_command.h"
 #include "core/env/environment.h"
 #include "core/memory/tracking_allocator.h"
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
     memsweep::cli::AddCompareCommand(app, compare_options, exit_code);
     memsweep::cli::ReportOptions report_options;
     memsweep::cli::AddReportCommand(app, report_options, exit_code);
+    memsweep::cli::SnapshotOptions snapshot_options;
+    memsweep::cli::AddSnapshotCommand(app, snapshot_options, exit_code);
     memsweep::cli::CalibrateOptions calibrate_options;
     memsweep::cli::AddCalibrateCommand(app, calibrate_options, exit_code);
     try {

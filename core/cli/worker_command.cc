@@ -1,6 +1,7 @@
 #include "core/cli/worker_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,6 +25,8 @@ namespace {
 // How long the other ranks may go on after one failed before the launcher kills them.
 constexpr double kRankGraceSeconds = 10.0;
 
+namespace fs = std::filesystem;
+
 config::ValidatedRun LoadCell(const WorkerOptions& options) {
   std::ifstream in(options.cell);
   if (!in) throw config::ConfigError(options.cell + ": cannot read the cell file");
@@ -31,6 +34,32 @@ config::ValidatedRun LoadCell(const WorkerOptions& options) {
   text << in.rdbuf();
   const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell);
   return config::ValidatedRunFromTable(cell.document, options.source);
+}
+
+// Writes the run's allocation history beside its result (`<result>.snapshot.pickle`, written
+// beside and renamed) and names it in the result JSON, from which the runner stores it
+// (core/results/run_result_store.cc). Nothing when the run recorded none.
+void WriteMemorySnapshot(const std::string& result_path, const memory::MemorySnapshot& snapshot,
+                         nlohmann::json& json) {
+  if (snapshot.pickle.empty()) return;
+  const fs::path path = fs::absolute(result_path + ".snapshot.pickle");
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out.write(snapshot.pickle.data(), static_cast<std::streamsize>(snapshot.pickle.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(partial, ignored);
+      std::cerr << "memsweep: the allocation history could not be written to " << partial.string()
+                << "; the run is stored without it\n";
+      return;
+    }
+  }
+  fs::rename(partial, path);
+  json["memory_snapshot"] = {{"file", path.string()},
+                             {"format", memory::kMemorySnapshotFormat},
+                             {"events", snapshot.events}};
 }
 
 nlohmann::json ReadJson(const std::string& path) {
@@ -52,6 +81,8 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
   const int rank = rank_env ? rank_env->rank : 0;
   try {
     train::Trainer trainer(cfg, std::move(run.strategies));  // validation's own instances
+    // Rank 0's history only: the ranks of a data-parallel run allocate alike (docs/snapshot.md).
+    if (rank == 0) trainer.RecordMemoryHistory(cfg.experiment.memory_history);
     if (rank_env) {
       trainer.SetDeviceIndex(rank_env->local_rank);  // cuda:LOCAL_RANK (used on CUDA only)
       group = std::make_unique<dist::ProcessGroup>(*rank_env, cfg.device.collective_timeout_seconds,
@@ -92,6 +123,7 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
       json["error"] = result.error;
     }
   }
+  if (rank == 0) WriteMemorySnapshot(options.result, result.memory_snapshot, json);
   if (rank == 0 && !options.summary.empty()) {
     std::ofstream(options.summary) << report::FormatRunSummary(cfg, result);
   }

@@ -24,6 +24,10 @@ struct ExperimentSection {
   int64_t warmup_steps = 2;  // steps left out of throughput and step-time figures
   uint64_t seed = 1234;
   int64_t repeats = 1;  // an experiment matrix runs every cell this many times, seeds seed+r
+  // The most allocator events a run's allocation history keeps (its latest; PyTorch's
+  // max_entries); 0 = no history. The worker stores it as a snapshot PyTorch's memory viewer
+  // opens (docs/snapshot.md).
+  int64_t memory_history = 0;
 };
 
 struct ModelSection {

@@ -48,7 +48,8 @@ std::string FromExperimentFile(const std::string& source, const std::string& val
 }
 
 void ReadExperiment(const std::string& source, const toml::table& t, ExperimentSection& e) {
-  TableReader r(source, "[experiment]", t, {"name", "steps", "warmup_steps", "seed", "repeats"});
+  TableReader r(source, "[experiment]", t,
+                {"name", "steps", "warmup_steps", "seed", "repeats", "memory_history"});
   r.Read("name", e.name);
   r.Read("steps", e.steps);
   r.Read("warmup_steps", e.warmup_steps);
@@ -57,6 +58,12 @@ void ReadExperiment(const std::string& source, const toml::table& t, ExperimentS
   if (e.repeats < 1) throw ConfigError(r.At("repeats") + " must be at least 1");
   if (e.steps < 1) throw ConfigError(r.At("steps") + " must be at least 1");
   if (e.warmup_steps < 0) throw ConfigError(r.At("warmup_steps") + " must not be negative");
+  r.Read("memory_history", e.memory_history);
+  if (e.memory_history < 0) {
+    throw ConfigError(r.At("memory_history") +
+                      " must not be negative (0 = no allocation history; N = keep the latest N "
+                      "allocator events)");
+  }
 }
 
 void ReadModel(const std::string& source, const toml::table& t, ModelSection& m) {

@@ -27,6 +27,8 @@ class CpuMeter final : public DeviceMeter {
   std::optional<OomEvent> LastOom() const override { return tracker_.LastOom(); }
   void ClearLastOom() override { tracker_.ClearLastOom(); }
   LargestAllocationRecorder& Largest() override { return tracker_.Largest(); }
+  void StartHistory(int64_t max_entries) override { tracker_.StartHistory(max_entries); }
+  MemorySnapshot TakeHistory() override { return tracker_.TakeHistory(); }
 
  private:
   TrackingAllocator& tracker_;

@@ -19,6 +19,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
+#include <torch/csrc/cuda/memory_snapshot.h>
 
 #include <algorithm>
 #include <atomic>
@@ -132,6 +133,27 @@ class CudaMeter final : public DeviceMeter {
     last_oom_.reset();
   }
   LargestAllocationRecorder& Largest() override { return largest_; }
+
+  // LibTorch's own recording (libtorch_cuda): every device's trace, the latest max_entries
+  // events each, cleared at the start. No context is gathered (no Python here, and unwinding
+  // C++ stacks on each allocation is slow), so the events carry no frames. Event sizes are the
+  // requested sizes; allocated_bytes counts the blocks' rounded sizes (docs/snapshot.md).
+  void StartHistory(int64_t max_entries) override {
+    torch::cuda::_record_memory_history(std::optional<std::string>("all"),
+                                        /*context=*/std::nullopt, /*stacks=*/"python",
+                                        static_cast<size_t>(max_entries),
+                                        /*clearHistory=*/true);
+  }
+  MemorySnapshot TakeHistory() override {
+    MemorySnapshot snapshot;
+    snapshot.pickle = torch::cuda::_memory_snapshot_pickled();
+    const auto traces = cca::snapshot().device_traces;
+    if (static_cast<size_t>(index_) < traces.size()) {
+      snapshot.events = static_cast<int64_t>(traces[index_].size());
+    }
+    torch::cuda::_record_memory_history(/*enabled=*/std::optional<std::string>());
+    return snapshot;
+  }
 
  private:
   c10::CachingDeviceAllocator::DeviceStats Stats() const { return cca::getDeviceStats(index_); }

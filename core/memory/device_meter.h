@@ -52,6 +52,13 @@ class DeviceMeter : public DeviceMemory {
   // The largest single allocation on the device (LargestAllocationRecorder: its position is set
   // by the run, its Reset at the run's start).
   virtual LargestAllocationRecorder& Largest() = 0;
+  // Allocation history (docs/snapshot.md): from StartHistory on, the allocator records its
+  // latest `max_entries` events; TakeHistory stops recording and returns them as the pickle of
+  // torch.cuda.memory._dump_snapshot (PyTorch's memory viewer opens it). The CPU's tracking
+  // allocator records them itself, with frames naming the stage; on CUDA LibTorch records them
+  // (torch::cuda::_record_memory_history, without stacks: the events have no frames).
+  virtual void StartHistory(int64_t max_entries) = 0;
+  virtual MemorySnapshot TakeHistory() = 0;
   // The request that failed last, if one did since ClearLastOom.
   virtual std::optional<OomEvent> LastOom() const = 0;
   virtual void ClearLastOom() = 0;

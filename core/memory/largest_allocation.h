@@ -28,6 +28,10 @@ class LargestAllocationRecorder {
   void Record(int64_t bytes);
   LargestAllocation Get() const;
   void Reset();
+  // The position last set (stage, step, micro-batch).
+  const char* Stage() const { return stage_.load(std::memory_order_relaxed); }
+  int64_t Step() const { return step_.load(std::memory_order_relaxed); }
+  int64_t MicroBatch() const { return micro_batch_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<int64_t> largest_{0};

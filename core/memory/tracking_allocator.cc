@@ -5,12 +5,14 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
 
 #include "core/memory/byte_size.h"
+#include "memsweep/allocation_label.h"
 
 namespace memsweep::memory {
 namespace {
@@ -93,12 +95,23 @@ c10::DataPtr TrackingAllocator::allocate(size_t nbytes) {
   const c10::Device device(c10::DeviceType::CPU);
   if (nbytes == 0) return {nullptr, nullptr, &TrackingAllocator::Delete, device};
   void* ptr = nullptr;
+  int64_t now = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ptr = backend_->Allocate(nbytes);
-    blocks_.emplace(ptr, Block{nbytes, backend_});
+    Block block{nbytes, backend_, std::nullopt};
+    if (history_) {
+      const auto addr = reinterpret_cast<uintptr_t>(ptr);
+      const auto size = static_cast<int64_t>(nbytes);
+      block.position = CurrentPosition();
+      history_->Record(HistoryAction::kSegmentAlloc, addr, size, *block.position);
+      history_->Record(HistoryAction::kAlloc, addr, size, *block.position);
+    }
+    blocks_.emplace(ptr, block);
+    // Counted under the lock: the history's order and the counters' agree (its replay gives
+    // exactly the peak).
+    now = allocated_.fetch_add(static_cast<int64_t>(nbytes)) + nbytes;
   }
-  const int64_t now = allocated_.fetch_add(static_cast<int64_t>(nbytes)) + nbytes;
   RaiseTo(peak_, now);
   RaiseTo(window_peak_, now);
   allocations_.fetch_add(1, std::memory_order_relaxed);
@@ -125,8 +138,16 @@ void TrackingAllocator::Free(void* ptr) const {
     nbytes = it->second.nbytes;
     it->second.backend->Deallocate(ptr, nbytes);
     blocks_.erase(it);
+    if (history_) {
+      const auto addr = reinterpret_cast<uintptr_t>(ptr);
+      const auto size = static_cast<int64_t>(nbytes);
+      const HistoryPosition position = CurrentPosition();
+      history_->Record(HistoryAction::kFreeRequested, addr, size, position);
+      history_->Record(HistoryAction::kFreeCompleted, addr, size, position);
+      history_->Record(HistoryAction::kSegmentFree, addr, size, position);
+    }
+    allocated_.fetch_sub(static_cast<int64_t>(nbytes));
   }
-  allocated_.fetch_sub(static_cast<int64_t>(nbytes));
   deallocations_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -213,6 +234,44 @@ void TrackingAllocator::ResetWindowPeak() { window_peak_.store(AllocatedBytes())
 void TrackingAllocator::ResetCounts() {
   allocations_.store(0);
   deallocations_.store(0);
+}
+
+HistoryPosition TrackingAllocator::CurrentPosition() const {
+  return HistoryPosition{largest_.Stage(), largest_.Step(), largest_.MicroBatch(),
+                         CurrentAllocationLabel()};
+}
+
+void TrackingAllocator::StartHistory(int64_t max_entries) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  history_ = std::make_unique<AllocationHistory>(max_entries);
+}
+
+bool TrackingAllocator::RecordingHistory() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return history_ != nullptr;
+}
+
+MemorySnapshot TrackingAllocator::TakeHistory() {
+  std::vector<HistoryEvent> events;
+  std::vector<LiveBlock> live;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!history_) return {};
+    events = history_->Events();
+    history_.reset();
+    live.reserve(blocks_.size());
+    for (const auto& [ptr, block] : blocks_) {
+      live.push_back({reinterpret_cast<uintptr_t>(ptr), static_cast<int64_t>(block.nbytes),
+                      block.position});
+    }
+  }
+  // By address, as PyTorch lists its segments; pickled outside the lock.
+  std::sort(live.begin(), live.end(),
+            [](const LiveBlock& a, const LiveBlock& b) { return a.addr < b.addr; });
+  MemorySnapshot snapshot;
+  snapshot.events = static_cast<int64_t>(events.size());
+  snapshot.pickle = PickleMemorySnapshot(events, live);
+  return snapshot;
 }
 
 std::optional<OomEvent> TrackingAllocator::LastOom() const {

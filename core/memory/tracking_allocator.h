@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/memory/allocation_history.h"
 #include "core/memory/largest_allocation.h"
 #include "memsweep/memory_backend.h"
 
@@ -115,6 +116,15 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
   // The largest single allocation since its Reset (every successful allocate()).
   LargestAllocationRecorder& Largest() { return largest_; }
 
+  // Allocation history (allocation_history.h; docs/snapshot.md): from StartHistory on, every
+  // allocation and free is recorded with the position Largest() holds and the AllocationLabel in
+  // force, keeping the latest `max_entries` events. TakeHistory stops recording and returns the
+  // pickle PyTorch's memory viewer opens; its segments are the blocks live at that moment.
+  // Without StartHistory nothing is recorded (one branch per allocation and free).
+  void StartHistory(int64_t max_entries);
+  bool RecordingHistory() const;
+  MemorySnapshot TakeHistory();
+
  private:
   TrackingAllocator();
   static void Delete(void* ptr);
@@ -123,7 +133,10 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
   struct Block {
     size_t nbytes;
     MemoryBackend* backend;
+    // Where it was allocated, when the history was recording then.
+    std::optional<HistoryPosition> position;
   };
+  HistoryPosition CurrentPosition() const;
 
   mutable std::mutex mutex_;  // guards blocks_, backends_ and the backend's own state
   mutable std::unordered_map<void*, Block> blocks_;
@@ -140,6 +153,7 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
   std::atomic<int64_t> budget_{-1};
   std::atomic<const char*> stage_{"idle"};
   mutable std::optional<OomEvent> last_oom_;  // guarded by mutex_
+  mutable std::unique_ptr<AllocationHistory> history_;  // guarded by mutex_; null = not recording
   LargestAllocationRecorder largest_;
 };
 

@@ -140,6 +140,9 @@ nlohmann::json RunConfigToJson(const config::RunConfig& cfg) {
                      {"steps", cfg.experiment.steps},
                      {"warmup_steps", cfg.experiment.warmup_steps},
                      {"seed", cfg.experiment.seed}};
+  if (cfg.experiment.memory_history > 0) {
+    j["experiment"]["memory_history"] = cfg.experiment.memory_history;
+  }
   j["model"] = {{"preset", cfg.model.preset},
                 {"vocab_size", l.vocab_size},
                 {"hidden_size", l.hidden_size},

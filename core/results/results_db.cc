@@ -306,6 +306,14 @@ std::vector<RunRow> ResultsDb::Runs(int64_t experiment_id) {
   return runs;
 }
 
+std::optional<StoredMemorySnapshot> ResultsDb::FindMemorySnapshot(int64_t run_id) {
+  SqliteStatement select =
+      db_.Prepare("SELECT format, events, bytes FROM memory_snapshots WHERE run_id = ?1");
+  select.BindInt64(1, run_id);
+  if (!select.Step()) return std::nullopt;
+  return StoredMemorySnapshot{select.ColumnText(0), select.ColumnInt64(1), select.ColumnBlob(2)};
+}
+
 RunEvidence ResultsDb::LoadEvidence(int64_t run_id) { return LoadRunEvidence(db_, run_id); }
 
 QueryResult ResultsDb::Query(const std::string& sql, const std::vector<std::string>& parameters) {

@@ -64,6 +64,14 @@ struct RunRow {
   std::optional<std::string> reference_hash;
 };
 
+// A run's allocation history as stored (memory_snapshots): the pickle PyTorch's memory viewer
+// opens.
+struct StoredMemorySnapshot {
+  std::string format;
+  int64_t events = 0;
+  std::string bytes;
+};
+
 class ResultsDb {
  public:
   enum class Mode : uint8_t {
@@ -110,6 +118,9 @@ class ResultsDb {
   QueryResult CellOutcomes(int64_t experiment_id);
   // Every run of the experiment, by cell_index then repeat.
   std::vector<RunRow> Runs(int64_t experiment_id);
+
+  // The run's stored allocation history; nullopt when it has none.
+  std::optional<StoredMemorySnapshot> FindMemorySnapshot(int64_t run_id);
 
   // What verification compares of one run (loss_verification.h).
   RunEvidence LoadEvidence(int64_t run_id);

@@ -1,8 +1,11 @@
 #include "core/results/run_result_store.h"
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "core/results/results_error.h"
 #include "core/train/result_fields.h"
 
 namespace memsweep::results {
@@ -187,12 +190,36 @@ void DeleteRunDetails(SqliteConnection& db, int64_t run_id) {
   static const char* kTables[] = {"run_plugins",     "environments", "step_metrics",
                                   "memory_timeline", "phase_memory", "run_metrics",
                                   "plugin_metrics", "run_ranks", "step_plugin_metrics",
-                                  "run_estimates"};
+                                  "run_estimates", "memory_snapshots"};
   for (const char* table : kTables) {
     SqliteStatement remove = db.Prepare(std::string("DELETE FROM ") + table + " WHERE run_id = ?1");
     remove.BindInt64(1, run_id);
     remove.Run();
   }
+}
+
+// memory_snapshots: the file the worker wrote beside its result, which `memory_snapshot` names
+// (core/cli/worker_command.cc). A named file that cannot be read fails the transaction.
+void StoreMemorySnapshot(SqliteConnection& db, int64_t run_id, const json& snapshot) {
+  const json& file = Member(snapshot, "file");
+  if (!file.is_string()) return;
+  const std::string& path = file.get_ref<const std::string&>();
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes;
+  if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in.is_open() || in.bad() || bytes.empty()) {
+    throw ResultsError(db.path(), "the run's allocation history " + path +
+                                      " (named in its result) is missing, unreadable or empty");
+  }
+  SqliteStatement insert = db.Prepare(
+      "INSERT INTO memory_snapshots (run_id, format, events, bytes) VALUES (?1, ?2, ?3, ?4)");
+  insert.BindInt64(1, run_id);
+  const json& format = Member(snapshot, "format");
+  insert.BindText(2, format.is_string() ? format.get<std::string>() : "");
+  const json& events = Member(snapshot, "events");
+  insert.BindInt64(3, events.is_number_integer() ? events.get<int64_t>() : 0);
+  insert.BindBlob(4, bytes);
+  insert.Run();
 }
 
 void StoreRunEstimate(SqliteConnection& db, int64_t run_id, const json& estimate) {
@@ -204,6 +231,7 @@ void StoreRunDetails(SqliteConnection& db, int64_t run_id, const json& result) {
     InsertOne(db, "environments", EnvironmentFields(), run_id, result);
   }
   InsertOne(db, "run_metrics", RunMetricsFields(), run_id, result);
+  StoreMemorySnapshot(db, run_id, Member(result, "memory_snapshot"));
   InsertEach(db, "phase_memory", PhaseFields(), /*with_seq=*/false, run_id,
              Member(Member(result, "memory"), "phases"));
   InsertEach(db, "step_metrics", StepFields(), /*with_seq=*/false, run_id, Member(result, "steps"));

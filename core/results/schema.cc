@@ -536,6 +536,17 @@ LEFT JOIN verification AS v ON v.run_id = r.id
 LEFT JOIN run_estimates AS x ON x.run_id = r.id;
 )sql";
 
+// Version 11: a run's allocation history ([experiment] memory_history), the pickle PyTorch's
+// memory viewer opens (docs/snapshot.md), written by `memsweep snapshot`.
+constexpr const char* kVersion11 = R"sql(
+CREATE TABLE memory_snapshots (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  format TEXT NOT NULL,
+  events INTEGER NOT NULL,
+  bytes  BLOB NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& SchemaMigrations() {
@@ -543,7 +554,8 @@ const std::vector<Migration>& SchemaMigrations() {
                                                      {3, kVersion3}, {4, kVersion4},
                                                      {5, kVersion5}, {6, kVersion6},
                                                      {7, kVersion7}, {8, kVersion8},
-                                                     {9, kVersion9}, {10, kVersion10}};
+                                                     {9, kVersion9}, {10, kVersion10},
+                                                     {11, kVersion11}};
   return kMigrations;
 }
 

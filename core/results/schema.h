@@ -15,7 +15,7 @@
 namespace memsweep::results {
 
 // The schema version this binary writes and reads.
-inline constexpr int64_t kSchemaVersion = 10;
+inline constexpr int64_t kSchemaVersion = 11;
 
 struct Migration {
   int64_t version;  // the user_version after this step; steps are numbered 1, 2, 3, ...

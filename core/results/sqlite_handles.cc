@@ -70,6 +70,11 @@ void SqliteStatement::BindText(int index, std::string_view value) {
             index);
 }
 
+void SqliteStatement::BindBlob(int index, std::string_view bytes) {
+  CheckBind(sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT),
+            index);
+}
+
 void SqliteStatement::BindNull(int index) {
   CheckBind(sqlite3_bind_null(statement_, index), index);
 }
@@ -131,6 +136,13 @@ std::string SqliteStatement::ColumnText(int column) const {
   const unsigned char* text = sqlite3_column_text(statement_, column);
   if (text == nullptr) return "";
   return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(statement_, column)));
+}
+
+std::string SqliteStatement::ColumnBlob(int column) const {
+  const void* bytes = sqlite3_column_blob(statement_, column);
+  if (bytes == nullptr) return "";
+  return std::string(static_cast<const char*>(bytes),
                      static_cast<size_t>(sqlite3_column_bytes(statement_, column)));
 }
 

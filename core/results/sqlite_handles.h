@@ -41,6 +41,7 @@ class SqliteStatement {
   void BindNull(int index);
   void BindOptionalInt64(int index, const std::optional<int64_t>& value);
   void BindTextOrNull(int index, std::string_view value);  // empty text binds NULL
+  void BindBlob(int index, std::string_view bytes);
 
   // Advances to the next row: true when a row is available, false when done.
   bool Step();
@@ -55,6 +56,7 @@ class SqliteStatement {
   int64_t ColumnInt64(int column) const;
   double ColumnDouble(int column) const;
   std::string ColumnText(int column) const;  // "" for NULL
+  std::string ColumnBlob(int column) const;  // the bytes; "" for NULL
   std::optional<int64_t> ColumnOptionalInt64(int column) const;
   std::optional<double> ColumnOptionalDouble(int column) const;
 

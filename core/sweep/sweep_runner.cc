@@ -223,12 +223,15 @@ std::unique_ptr<CellProcess> StartWorker(const experiment::Cell& cell, const Wor
 
 // The files of one cell's worker run, in the sweep's work folder.
 struct CellPaths {
-  fs::path cell, result, stderr_file, summary;
+  // memory_snapshot: the allocation history the worker writes beside its result (stored in the
+  // database, then deleted with the rest).
+  fs::path cell, result, stderr_file, summary, memory_snapshot;
   CellPaths(const fs::path& work, const std::string& hash)
       : cell(work / (hash + ".toml")),
         result(work / (hash + ".json")),
         stderr_file(work / (hash + ".stderr")),
-        summary(work / (hash + ".txt")) {}
+        summary(work / (hash + ".txt")),
+        memory_snapshot(work / (hash + ".json.snapshot.pickle")) {}
 };
 
 void Count(SweepSummary& summary, RunStatus status) {
@@ -251,7 +254,8 @@ void KeepResultAndClearWork(const CellPaths& paths, bool has_result, const fs::p
     fs::rename(paths.result, keep / (stem + ".json"), error);
     fs::rename(paths.summary, keep / (stem + ".txt"), error);
   }
-  for (const fs::path* file : {&paths.cell, &paths.result, &paths.summary, &paths.stderr_file}) {
+  for (const fs::path* file : {&paths.cell, &paths.result, &paths.summary, &paths.stderr_file,
+                               &paths.memory_snapshot}) {
     std::error_code error;
     fs::remove(*file, error);
   }
@@ -338,6 +342,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       const auto existing = db.FindRun(summary.experiment_id, cell.hash);
       if (!existing || ShouldRun(existing->status, options.rerun)) {
         fs::remove(paths.result);
+        fs::remove(paths.memory_snapshot);
         std::ofstream(paths.cell) << experiment::CellToToml(cell);
         run_id = db.ClaimRun(summary.experiment_id, infos[i], getpid());
       }

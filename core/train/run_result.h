@@ -147,6 +147,9 @@ struct RunResult {
   std::map<std::string, double> plugin_metrics;  // figures strategies recorded (summed)
   RankFigures dist;  // this rank in a multi-process run
   DeviceFigures device;
+  // The allocation history ([experiment] memory_history; empty pickle when not recorded): the
+  // worker writes it beside the result JSON (docs/snapshot.md).
+  memory::MemorySnapshot memory_snapshot;
 };
 
 }  // namespace memsweep::train

@@ -706,6 +706,8 @@ RunResult Trainer::Run() {
   {
     BudgetScope budget(meter, config_.device.memory_budget_bytes);
     MemoryProbe probe(meter, result);
+    // From the probe's baseline on: replaying the history gives the run's peak.
+    if (memory_history_ > 0) meter.StartHistory(memory_history_);
     {
       RunState state;
       try {
@@ -730,6 +732,7 @@ RunResult Trainer::Run() {
       // A device fault already ended the run; its figures up to here still stand.
     }
     probe.Finish();
+    if (memory_history_ > 0) result.memory_snapshot = meter.TakeHistory();
   }
 
   // Teardown: cached blocks go back to the device, and the next run starts on the previous

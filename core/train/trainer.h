@@ -47,6 +47,9 @@ class Trainer {
   void SetCommunicator(dist::CountingCommunicator* comm) { comm_ = comm; }
   // The CUDA device of this rank (LOCAL_RANK); default: [device] index.
   void SetDeviceIndex(int index) { device_index_ = index; }
+  // Records the run's allocation history, keeping the latest `max_entries` events (0 = none),
+  // into RunResult::memory_snapshot: from the start of the measured run to its end.
+  void RecordMemoryHistory(int64_t max_entries) { memory_history_ = max_entries; }
   // cpu, or cuda:N for a run with [device] type = "cuda".
   c10::Device RunDevice() const;
   // Runs the whole configuration. Budget OOMs give status kOom, other errors kFailed.
@@ -58,6 +61,7 @@ class Trainer {
   StepCallback on_step_;
   dist::CountingCommunicator* comm_ = nullptr;
   int device_index_ = -1;
+  int64_t memory_history_ = 0;
 };
 
 }  // namespace memsweep::train

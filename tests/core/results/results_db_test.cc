@@ -55,7 +55,8 @@ TEST(ResultsDbTest, CreatesDirectoryAndSchemaAtCurrentVersion) {
         db.Query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name");
     std::vector<std::string> names;
     for (const auto& row : tables.rows) names.push_back(*row[0]);
-    EXPECT_EQ(names, (std::vector<std::string>{"environments", "experiments", "memory_timeline",
+    EXPECT_EQ(names, (std::vector<std::string>{"environments", "experiments",
+                                               "memory_snapshots", "memory_timeline",
                                                "phase_memory", "plugin_metrics",
                                                "run_estimates", "run_metrics", "run_plugins",
                                                "run_ranks",
