@@ -161,7 +161,8 @@ bool Numeric(const std::string& column) {
   return column.ends_with("_bytes") || column.ends_with("_ratio") || column == "tokens_per_s" ||
          column == "mfu" || column == "final_loss" || column == "final_loss_delta" ||
          column == "estimate_error" || column == "cell" || column == "repeat" ||
-         column == "run_id" || column == "rank" || column == "cells" || column == "oom_cells";
+         column == "run_id" || column == "rank" || column == "cells" || column == "oom_cells" ||
+         column == "snapshot_events";
 }
 
 std::string SqlFor(const std::string& sql, int64_t experiment_id) {
@@ -330,6 +331,13 @@ std::string DeviceTable(const std::vector<ExperimentReport>& experiments) {
   return out.str();
 }
 
+bool HasSnapshots(const QueryResult& cells) {
+  for (size_t i = 0; i < cells.rows.size(); ++i) {
+    if (NumberAt(cells, i, "snapshot_events")) return true;
+  }
+  return false;
+}
+
 void Section(std::ostringstream& out, const ExperimentReport& report, const PageInfo& info) {
   const std::string anchor = "e" + std::to_string(report.experiment.id);
   const ReportCharts charts = BuildCharts(report);
@@ -355,9 +363,14 @@ void Section(std::ostringstream& out, const ExperimentReport& report, const Page
                                       "peak_allocated_bytes", "peak_reserved_bytes",
                                       "tokens_per_s", "mfu", "final_loss", "verdict",
                                       "estimated_peak_allocated_bytes", "estimate_error",
-                                      "error"}),
+                                      "snapshot_events", "error"}),
                true)
       << QueryDetails(kCellsSql, report, info);
+  if (HasSnapshots(report.cells)) {
+    out << "<p class=\"explain\">Runs with <code>snapshot_events</code> kept their allocation "
+           "history: <code>memsweep snapshot RUN_ID -o run.pickle</code> writes it for PyTorch's "
+           "memory viewer (pytorch.org/memory_viz; docs/snapshot.md).</p>\n";
+  }
   if (!charts.breakdown.empty()) {
     out << "<h3>Memory at the peak</h3>" << charts.breakdown
         << QueryDetails(kBreakdownSql, report, info);

@@ -93,6 +93,10 @@ inline void BuildReportDb(const std::string& path) {
   const int64_t gpu = db.EnsureExperiment("study-gpu", "study-gpu.toml", "[device]\n");
   add(gpu, ReportCell("g0", 0, R"({"strategies.batching.micro_batch_size":2})", gpu_config),
       RunStatus::kOk, "", ReportRun("cuda:0", 1, 90000.0));
+  // study's cell 0 kept an allocation history (the bytes do not matter here).
+  results::SqliteConnection raw(path, results::SqliteConnection::Access::kReadWrite);
+  raw.Execute("INSERT INTO memory_snapshots (run_id, format, events, bytes) SELECT id, "
+              "'memory_viz', 4175, x'80' FROM runs WHERE cell_hash = 's0'");
 }
 
 }  // namespace memsweep::testing_support

@@ -60,6 +60,9 @@ std::optional<std::string> FromDatabase(ResultsDb& db, const std::string& source
   if (column == "device") {
     return QueryValue(db, "SELECT device FROM run_metrics WHERE run_id = " + run);
   }
+  if (column == "snapshot_events") {
+    return QueryValue(db, "SELECT events FROM memory_snapshots WHERE run_id = " + run);
+  }
   if (column == "cell") {
     return QueryValue(db, "SELECT cell_index FROM run_summary WHERE run_id = " + run);
   }
@@ -102,6 +105,9 @@ TEST(HtmlReportTest, EveryNumberInItsTablesIsTheDatabasesOwn) {
     }
   }
   EXPECT_GE(checked, 80u);
+  EXPECT_NE(html.find("data-col=\"snapshot_events\" data-run=\"1\" data-v=\"4175\""),
+            std::string::npos);
+  EXPECT_NE(html.find("memsweep snapshot RUN_ID -o run.pickle"), std::string::npos);
   EXPECT_GE(bytes_shown, 25u);
 
   // The factor effects are compare's.
