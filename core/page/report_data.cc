@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <system_error>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -64,7 +65,10 @@ std::string KnownExperiments(results::ResultsDb& db) {
 
 results::ExperimentRow Find(results::ResultsDb& db, const std::string& name) {
   std::optional<results::ExperimentRow> row;
-  if (AllDigits(name)) row = db.FindExperiment(std::stoll(name));
+  int64_t id = 0;
+  if (AllDigits(name) && std::from_chars(name.data(), name.data() + name.size(), id).ec == std::errc()) {
+    row = db.FindExperiment(id);
+  }
   if (!row) row = db.LatestExperiment(name);
   if (!row) {
     throw results::ResultsError(db.path(), "no experiment named or numbered \"" + name +

@@ -287,6 +287,7 @@ TEST(HtmlReportTest, UnknownExperimentIsNamedWithTheKnownOnes) {
     EXPECT_NE(what.find("no experiment named or numbered \"nope\""), std::string::npos) << what;
     EXPECT_NE(what.find("study (1), steps (2), study-gpu (3)"), std::string::npos) << what;
   }
+  EXPECT_THROW(LoadReports(db, {"99999999999999999999999"}), memsweep::results::ResultsError);
   // By id: that experiment alone.
   const auto one = LoadReports(db, {std::to_string(ExperimentId(db, "steps"))});
   ASSERT_EQ(one.size(), 1u);
