@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "core/config/config_error.h"
@@ -35,6 +36,21 @@ ExitCode RunCommand(const CommandBody& body) {
 
 void AddCommand(CLI::App* command, ExitCode& exit_code, CommandBody body) {
   command->callback([&exit_code, body = std::move(body)] { exit_code = RunCommand(body); });
+}
+
+bool RefuseUnknownCommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string word = argv[1];
+  std::string names;
+  bool known = false;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    known = known || command->get_name() == word;
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  }
+  if (known) return false;
+  std::cerr << "error: unknown command '" << word << "': the commands are " << names
+            << " (memsweep --help describes them)\n";
+  return true;
 }
 
 void CheckHostMemorySetting() {

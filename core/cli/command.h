@@ -27,6 +27,11 @@ ExitCode RunCommand(const CommandBody& body);
 // Makes `body` the subcommand's action: when it runs, `exit_code` is set by RunCommand(body).
 void AddCommand(CLI::App* command, ExitCode& exit_code, CommandBody body);
 
+// When the first word of the command line names none of `app`'s commands, prints "error: unknown
+// command 'WORD': the commands are ..." and returns true (main exits 2); CLI11 alone would say
+// only "A subcommand is required".
+bool RefuseUnknownCommand(CLI::App& app, int argc, char** argv);
+
 // Throws ConfigError when MEMSWEEP_HOST_MEMORY is set to something that is no size (the
 // commands that estimate host memory call it before they start anything).
 void CheckHostMemorySetting();

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     memsweep::cli::AddSnapshotCommand(app, snapshot_options, exit_code);
     memsweep::cli::CalibrateOptions calibrate_options;
     memsweep::cli::AddCalibrateCommand(app, calibrate_options, exit_code);
+    if (memsweep::cli::RefuseUnknownCommand(app, argc, argv)) return ExitCode::kInvalidInput;
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -14,6 +14,7 @@
 #include "core/config/run_config_loader.h"
 #include "core/config/strategy_resolver.h"
 #include "core/experiment/cell.h"
+#include "core/experiment/data_check.h"
 #include "core/experiment/experiment_plan.h"
 
 namespace memsweep::cli {
@@ -153,7 +154,7 @@ std::string WriteCellFiles(const experiment::ExperimentPlan& plan, const std::st
 ExitCode Plan(const PlanOptions& options) {
   config::RefuseFailedStartupPlugins();
   const experiment::ExperimentPlan plan =
-      experiment::LoadExperimentPlan(options.file, options.overrides);
+      experiment::LoadRunnablePlan(options.file, options.overrides);
   std::cout << FormatPlan(plan);
   if (!options.cells_dir.empty()) std::cout << WriteCellFiles(plan, options.cells_dir);
   return ExitCode::kOk;

@@ -15,6 +15,7 @@
 #include "core/config/config_error.h"
 #include "core/config/strategy_resolver.h"
 #include "core/experiment/cell.h"
+#include "core/experiment/data_check.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/results/output_format.h"
 #include "core/results/results_db.h"
@@ -114,12 +115,13 @@ ExitCode RunExperiment(const RunOptions& options) {
   } else if (options.rerun != "none") {
     throw config::ConfigError("--rerun " + options.rerun + ": expected failed or all");
   }
-  // Every cell is validated before anything runs or the database is touched.
+  // Every cell is validated, and every data source read once, before anything runs or the
+  // database is touched.
   results::ResolveColumns(options.width.columns, kCellOutcomeImportance, "the summary table");
   config::RefuseFailedStartupPlugins();
   CheckHostMemorySetting();
   const experiment::ExperimentPlan plan =
-      experiment::LoadExperimentPlan(options.file, options.overrides);
+      experiment::LoadRunnablePlan(options.file, options.overrides);
   sweep_options.db_path = options.db_path;
   sweep_options.cell_timeout_seconds = options.cell_timeout_seconds;
   sweep_options.progress_line = isatty(STDERR_FILENO) != 0;

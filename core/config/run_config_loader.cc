@@ -378,11 +378,7 @@ ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& s
 }
 
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the experiment file; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseRunConfig(text.str(), path, overrides);
+  return ParseRunConfig(ReadExperimentFile(path), path, overrides);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "core/config/toml_reader.h"
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "core/config/config_error.h"
@@ -27,6 +29,20 @@ const char* TypeName(const toml::node& node) {
 }
 
 }  // namespace
+
+std::string ReadExperimentFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw ConfigError(path + ": is a directory, not an experiment file; give the path of its "
+                      ".toml file");
+  }
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open the experiment file; check the path");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path + ": cannot read the experiment file; check the path");
+  return text.str();
+}
 
 std::string Where(const std::string& source, const toml::source_region& region) {
   std::ostringstream out;

@@ -16,6 +16,9 @@ namespace memsweep::config {
 
 // "file:line:column: " for a node (or "file: " without a position).
 std::string Where(const std::string& source, const toml::source_region& region);
+// The text of the experiment file at `path`; throws ConfigError naming it when it is missing, a
+// directory or cannot be read ("check the path").
+std::string ReadExperimentFile(const std::string& path);
 // "a, b, c": the allowed keys or values an error message lists.
 std::string Join(const std::vector<std::string>& items);
 

@@ -2,12 +2,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
 namespace memsweep::data {
 namespace {
+
+using DocumentVisitor = std::function<void(TextDocument&&)>;
 
 constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 
@@ -72,7 +75,8 @@ bool ReadPromptCompletion(const nlohmann::json& object, TextDocument& document) 
   return true;
 }
 
-std::vector<TextDocument> LoadJsonlDocuments(const DataConfig& config) {
+// Calls `visit(document)` for every document of a JSONL file, in order.
+void ForEachJsonlDocument(const DataConfig& config, const DocumentVisitor& visit) {
   std::ifstream in = OpenDataFile(config.path);
   const bool completion_only = config.train_on == TrainOn::kCompletion;
   const std::string expected =
@@ -81,7 +85,6 @@ std::vector<TextDocument> LoadJsonlDocuments(const DataConfig& config) {
                         "with string fields \"prompt\" and \"completion\"")
           : "each line must be one JSON object with a string field \"" + config.text_field +
                 "\" (or string fields \"prompt\" and \"completion\")";
-  std::vector<TextDocument> documents;
   std::string line;
   for (int64_t line_number = 1; ReadLine(in, line_number, line); ++line_number) {
     if (IsBlank(line)) continue;
@@ -98,7 +101,7 @@ std::vector<TextDocument> LoadJsonlDocuments(const DataConfig& config) {
     }
     TextDocument document;
     if (ReadPromptCompletion(object, document)) {
-      documents.push_back(std::move(document));
+      visit(std::move(document));
       continue;
     }
     if (completion_only) {
@@ -117,21 +120,20 @@ std::vector<TextDocument> LoadJsonlDocuments(const DataConfig& config) {
                       "\" is " + field->type_name() + ", not a string: " + expected);
     }
     document.text = field->get<std::string>();
-    documents.push_back(std::move(document));
+    visit(std::move(document));
   }
   if (in.bad()) throw DataError(config.path + ": read error: check the file is readable");
-  return documents;
 }
 
-std::vector<std::string> LoadPlainTextDocuments(const DataConfig& config) {
+// Calls `visit(document)` for every document of a plain-text file, in order.
+void ForEachPlainTextDocument(const DataConfig& config, const DocumentVisitor& visit) {
   std::ifstream in = OpenDataFile(config.path);
-  std::vector<std::string> documents;
   std::string document;
   bool in_document = false;
   std::string line;
   for (int64_t line_number = 1; ReadLine(in, line_number, line); ++line_number) {
     if (IsBlank(line)) {
-      if (in_document) documents.push_back(std::move(document));
+      if (in_document) visit({std::string(), std::move(document)});
       document.clear();
       in_document = false;
       continue;
@@ -140,18 +142,21 @@ std::vector<std::string> LoadPlainTextDocuments(const DataConfig& config) {
     document += line;
     in_document = true;
   }
-  if (in_document) documents.push_back(std::move(document));
+  if (in_document) visit({std::string(), std::move(document)});
   if (in.bad()) throw DataError(config.path + ": read error: check the file is readable");
-  return documents;
 }
 
-}  // namespace
-
-std::vector<TextDocument> LoadDocuments(const DataConfig& config) {
-  std::vector<TextDocument> documents;
+// Calls `visit(document)` for every document of `config.path`; throws DataError as LoadDocuments
+// does, a file without documents included.
+void ForEachDocument(const DataConfig& config, const DocumentVisitor& visit) {
+  int64_t count = 0;
+  const DocumentVisitor counted = [&](TextDocument&& document) {
+    ++count;
+    visit(std::move(document));
+  };
   switch (config.format) {
     case DataFormat::kJsonl:
-      documents = LoadJsonlDocuments(config);
+      ForEachJsonlDocument(config, counted);
       break;
     case DataFormat::kText:
       if (config.train_on == TrainOn::kCompletion) {
@@ -159,19 +164,31 @@ std::vector<TextDocument> LoadDocuments(const DataConfig& config) {
                         "prompt/completion lines (format = \"jsonl\"); plain text has no "
                         "completion to train on");
       }
-      for (std::string& text : LoadPlainTextDocuments(config)) {
-        documents.push_back({std::string(), std::move(text)});
-      }
+      ForEachPlainTextDocument(config, counted);
       break;
     case DataFormat::kTokens:
       throw DataError(config.path +
                       ": format \"tokens\" holds token ids, not text: load it with "
                       "LoadTokenFile, or set [data] format to \"jsonl\" or \"text\"");
   }
-  if (documents.empty()) {
+  if (count == 0) {
     throw DataError(config.path + ": no documents found: check [data] path and [data] format");
   }
+}
+
+}  // namespace
+
+std::vector<TextDocument> LoadDocuments(const DataConfig& config) {
+  std::vector<TextDocument> documents;
+  ForEachDocument(config,
+                  [&](TextDocument&& document) { documents.push_back(std::move(document)); });
   return documents;
+}
+
+int64_t CheckDocuments(const DataConfig& config) {
+  int64_t count = 0;
+  ForEachDocument(config, [&](TextDocument&&) { ++count; });
+  return count;
 }
 
 std::vector<std::string> LoadTextDocuments(const DataConfig& config) {

@@ -42,4 +42,11 @@ std::vector<TextDocument> LoadDocuments(const DataConfig& config);
 // format kTokens (token files hold ids, not text: see LoadTokenFile).
 std::vector<std::string> LoadTextDocuments(const DataConfig& config);
 
+// Reads every document of `config.path` as LoadDocuments does, keeping none of them (a corpus is
+// checked in its own size of memory, not twice it), and returns how many there are. Throws the
+// same DataError LoadDocuments would: a missing file or a directory, a malformed line, no
+// documents. `memsweep run` and `plan` check each data source of a plan with it before any cell
+// runs.
+int64_t CheckDocuments(const DataConfig& config);
+
 }  // namespace memsweep::data

@@ -261,11 +261,7 @@ ExperimentPlan ParseExperimentPlan(std::string_view text, const std::string& sou
 ExperimentPlan LoadExperimentPlan(const std::string& path,
                                   const std::vector<std::string>& overrides,
                                   const CellValidator& validate) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the experiment file; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseExperimentPlan(text.str(), path, overrides, validate);
+  return ParseExperimentPlan(config::ReadExperimentFile(path), path, overrides, validate);
 }
 
 }  // namespace memsweep::experiment

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 namespace memsweep::model {
 
@@ -82,6 +83,16 @@ namespace {
 
 using nlohmann::json;
 
+// One tensor's bytes in a file's data: [begin, end).
+struct ByteRange {
+  uint64_t begin;
+  uint64_t end;
+  std::string name;
+  bool operator<(const ByteRange& other) const {
+    return std::tie(begin, end, name) < std::tie(other.begin, other.end, other.name);
+  }
+};
+
 // Parses one file's header into `entries`, checking every byte range against the file.
 std::shared_ptr<MappedFile> ReadHeader(const std::string& path,
                                        std::map<std::string, TensorEntry>& entries,
@@ -104,6 +115,7 @@ std::shared_ptr<MappedFile> ReadHeader(const std::string& path,
   }
   if (!header.is_object()) throw SafetensorsError(path + ": the header is not a JSON object");
   const uint64_t data_size = file->size() - file->data_start;
+  std::vector<ByteRange> ranges;  // this file's tensors' data_offsets
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") continue;
     if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
@@ -117,6 +129,7 @@ std::shared_ptr<MappedFile> ReadHeader(const std::string& path,
     TensorEntry entry;
     entry.name = name;
     entry.file = path;
+    if (!value.at("dtype").is_string()) throw bad("dtype must be a string such as \"F32\"");
     entry.dtype = SafetensorsDtype(value.at("dtype").get<std::string>(), path);
     int64_t numel = 1;
     for (const json& d : value.at("shape")) {
@@ -144,6 +157,20 @@ std::shared_ptr<MappedFile> ReadHeader(const std::string& path,
     }
     if (!entries.emplace(name, entry).second) {
       throw bad("appears in two files (" + entries.at(name).file + ")");
+    }
+    if (entry.end > entry.begin) ranges.push_back({entry.begin, entry.end, name});
+  }
+  // Each tensor's bytes are its own (the format's rule: no two tensors share a byte).
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    const ByteRange& before = ranges[i - 1];
+    const ByteRange& range = ranges[i];
+    if (range.begin < before.end) {
+      throw SafetensorsError(path + ": tensors \"" + before.name + "\" [" +
+                             std::to_string(before.begin) + ", " + std::to_string(before.end) +
+                             ") and \"" + range.name + "\" [" + std::to_string(range.begin) +
+                             ", " + std::to_string(range.end) +
+                             ") overlap: the header is corrupt; write the file again");
     }
   }
   return file;

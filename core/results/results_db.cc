@@ -147,6 +147,7 @@ ResultsDb::ResultsDb(const std::string& path, Mode mode) : db_(OpenConnection(pa
     db_.DenyChanges();
     return;
   }
+  RefuseNewerSchema(db_, SchemaMigrations());  // before WAL: a newer file stays as it was
   EnableWriteAheadLog(db_);
   db_.Execute("PRAGMA synchronous = FULL");  // a committed run survives a power loss
   MigrateSchema(db_, SchemaMigrations());

@@ -559,6 +559,12 @@ const std::vector<Migration>& SchemaMigrations() {
   return kMigrations;
 }
 
+void RefuseNewerSchema(SqliteConnection& db, const std::vector<Migration>& migrations) {
+  const int64_t latest = migrations.empty() ? 0 : migrations.back().version;
+  const int64_t seen = db.IntegerPragma("user_version");
+  if (seen > latest) throw NewerThanKnown(db.path(), seen, latest);
+}
+
 void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migrations) {
   const int64_t latest = migrations.empty() ? 0 : migrations.back().version;
   // Cheap check first, so that opening an up-to-date file takes no write lock.

@@ -31,6 +31,11 @@ const std::vector<Migration>& SchemaMigrations();
 // file's version is newer than the last migration.
 void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migrations);
 
+// Throws ResultsError when the file's user_version is newer than the last migration, writing
+// nothing: read-write openers call it before anything changes the file (its journal mode
+// included), so that a newer memsweep's database is left byte for byte as it was.
+void RefuseNewerSchema(SqliteConnection& db, const std::vector<Migration>& migrations);
+
 // For read-only openers: throws ResultsError unless the file is at exactly `expected_version`.
 void CheckSchemaVersion(SqliteConnection& db, int64_t expected_version);
 

@@ -108,6 +108,21 @@ TEST(PlanCommandTest, BadMatrixExitsTwoWithItsPosition) {
       << out.output;
 }
 
+// plan reads the data as run does: a malformed line is the same error.
+TEST(PlanCommandTest, AMalformedDataLineExitsTwoNamingTheLine) {
+  const fs::path dir = FreshTempDir("plan_bad_data");
+  std::ofstream(dir / "data.jsonl") << "{\"text\": \"one\"}\n\n{\"body\": \"two\"}\n";
+  std::ofstream(dir / "e.toml") << "[data]\npath = \"data.jsonl\"\n";
+  const Outcome out = RunMemsweep("plan " + (dir / "e.toml").string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: " + (dir / "data.jsonl").string() +
+                            ":3: missing field \"text\": each line must be one JSON object with "
+                            "a string field \"text\""),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find(" cell  repeat"), std::string::npos) << "no plan printed";
+}
+
 // A library on MEMSWEEP_PLUGIN_PATH that fails to load refuses the experiment before anything is
 // expanded, as one in [plugins] paths does (it was only listed by `memsweep plugins`, and an
 // experiment that named its plugin got "not a known plugin").

@@ -31,6 +31,40 @@ TEST(RunCommandTest, BadInputExitsTwoAndWritesNothing) {
   EXPECT_FALSE(fs::exists(db));
 }
 
+// A data file is read once, before any cell runs or the database is created: a malformed line
+// or a file without documents is exit 2 naming the file (and line), like a bad experiment file.
+// (Every cell failed in its worker before: exit 3, with a database of failed cells.)
+void ExpectDataRefusedBeforeAnyCell(const std::string& name, const std::string& data,
+                                    const std::string& message) {
+  const fs::path dir = FreshTempDir(name);
+  std::ofstream(dir / "data.jsonl") << data;
+  std::ofstream(dir / "e.toml") << "[experiment]\nname = \"" << name
+                                << "\"\nsteps = 1\n[model]\npreset = \"tiny\"\n"
+                                   "[data]\npath = \"data.jsonl\"\n[strategies.batching]\n"
+                                   "seq_len = 32\n[matrix]\n"
+                                   "\"strategies.batching.micro_batch_size\" = [1, 2]\n";
+  const fs::path db = dir / "r.db";
+  const Outcome out = RunMemsweep("run " + (dir / "e.toml").string() + " --db " + db.string());
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("error: " + (dir / "data.jsonl").string() + message),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("cells, results in"), std::string::npos) << out.output;
+  EXPECT_FALSE(fs::exists(db)) << out.output;
+  EXPECT_FALSE(fs::exists(dir / name)) << "no cell files";
+}
+
+TEST(RunCommandTest, AMalformedDataLineExitsTwoBeforeAnyCellRuns) {
+  ExpectDataRefusedBeforeAnyCell("data_malformed",
+                                 "{\"text\": \"one\"}\n{\"text\": \"two\"}\n{\"text\": three}\n",
+                                 ":3: invalid JSON (");
+}
+
+TEST(RunCommandTest, AnEmptyDataFileExitsTwoBeforeAnyCellRuns) {
+  ExpectDataRefusedBeforeAnyCell("data_empty", "",
+                                 ": no documents found: check [data] path and [data] format");
+}
+
 // A --db that is not a database (here: text) is refused before anything runs, with what to do,
 // and the file is left as it was: no abort (it was `terminate called ...`, exit 134).
 TEST(RunCommandTest, ADbThatIsNotADatabaseExitsTwoAndIsLeftAsItIs) {

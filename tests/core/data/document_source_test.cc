@@ -36,6 +36,29 @@ std::string LoadError(const DataConfig& config) {
   return "";
 }
 
+// CheckDocuments reads what LoadDocuments reads, keeping nothing: the same count, the same
+// errors.
+TEST(DocumentSourceTest, CheckDocumentsCountsWhatLoadDocumentsLoads) {
+  const std::string path =
+      WriteTempFile(".jsonl", "{\"text\": \"a\"}\n\n{\"prompt\": \"q\", \"completion\": \"b\"}\n");
+  EXPECT_EQ(CheckDocuments(ConfigFor(path, DataFormat::kJsonl)), 2);
+  EXPECT_EQ(LoadDocuments(ConfigFor(path, DataFormat::kJsonl)).size(), 2u);
+}
+
+TEST(DocumentSourceTest, CheckDocumentsThrowsLoadDocumentsErrors) {
+  for (const std::string& contents : {std::string("{\"text\": \"a\"}\n{oops\n"), std::string()}) {
+    const DataConfig config = ConfigFor(WriteTempFile(".jsonl", contents), DataFormat::kJsonl);
+    std::string checked;
+    try {
+      CheckDocuments(config);
+    } catch (const DataError& error) {
+      checked = error.what();
+    }
+    EXPECT_FALSE(checked.empty()) << contents;
+    EXPECT_EQ(checked, LoadError(config));
+  }
+}
+
 TEST(DocumentSourceTest, LoadsBundledDevilsDictionary) {
   const std::vector<std::string> documents = LoadTextDocuments(
       ConfigFor(std::string(MEMSWEEP_SOURCE_DIR) + "/experiments/data/devils-dictionary.jsonl",
