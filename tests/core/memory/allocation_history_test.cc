@@ -21,7 +21,7 @@
 namespace memsweep::memory {
 namespace {
 
-TrackingAllocator& Tracker() { return TrackingAllocator::Instance(); }
+TrackingAllocator& HistoryTracker() { return TrackingAllocator::Instance(); }
 
 struct Event {
   std::string action;
@@ -67,21 +67,21 @@ c10::IValue Unpickle(const std::string& bytes) {
 int64_t Address(const at::Tensor& t) { return reinterpret_cast<intptr_t>(t.data_ptr()); }
 
 TEST(SnapshotHistory, RecordsAllocAndFreeOfKnownTensorsInOrder) {
-  Tracker().Largest().SetPosition("forward", 2, 0);
-  Tracker().StartHistory(1000);
+  HistoryTracker().Largest().SetPosition("forward", 2, 0);
+  HistoryTracker().StartHistory(1000);
   int64_t a_addr = 0, b_addr = 0;
   {
     at::Tensor a = at::empty({1000}, at::kFloat);  // 4000 bytes
     a_addr = Address(a);
-    Tracker().Largest().SetPosition("backward", 2, 1);
+    HistoryTracker().Largest().SetPosition("backward", 2, 1);
     AllocationLabel label("logits");
     at::Tensor b = at::empty({3, 7}, at::kDouble);  // 168 bytes
     b_addr = Address(b);
     a.reset();  // a first, then b at the end of the scope
   }
-  Tracker().Largest().SetPosition("idle", -1, -1);
-  const MemorySnapshot snapshot = Tracker().TakeHistory();
-  EXPECT_FALSE(Tracker().RecordingHistory());
+  HistoryTracker().Largest().SetPosition("idle", -1, -1);
+  const MemorySnapshot snapshot = HistoryTracker().TakeHistory();
+  EXPECT_FALSE(HistoryTracker().RecordingHistory());
   ASSERT_FALSE(snapshot.pickle.empty());
   const c10::IValue dict = Unpickle(snapshot.pickle);
   const std::vector<Event> events = EventsOf(dict, {a_addr, b_addr});
@@ -111,11 +111,11 @@ TEST(SnapshotHistory, RecordsAllocAndFreeOfKnownTensorsInOrder) {
 
 TEST(SnapshotHistory, SegmentsAreTheBlocksLiveAtTheEnd) {
   at::Tensor before = at::empty({256}, at::kByte);  // allocated before recording: no frames
-  Tracker().Largest().SetPosition("optimizer_step", 4, -1);
-  Tracker().StartHistory(100);
+  HistoryTracker().Largest().SetPosition("optimizer_step", 4, -1);
+  HistoryTracker().StartHistory(100);
   at::Tensor during = at::empty({2 << 20}, at::kByte);  // 2 MiB: a "large" segment
-  const MemorySnapshot snapshot = Tracker().TakeHistory();
-  Tracker().Largest().SetPosition("idle", -1, -1);
+  const MemorySnapshot snapshot = HistoryTracker().TakeHistory();
+  HistoryTracker().Largest().SetPosition("idle", -1, -1);
   const c10::IValue dict = Unpickle(snapshot.pickle);
   int found = 0;
   for (const c10::IValue& segment : Get(dict, "segments").toListRef()) {
@@ -141,9 +141,9 @@ TEST(SnapshotHistory, SegmentsAreTheBlocksLiveAtTheEnd) {
 }
 
 TEST(SnapshotHistory, NothingIsRecordedUnlessAsked) {
-  EXPECT_FALSE(Tracker().RecordingHistory());
+  EXPECT_FALSE(HistoryTracker().RecordingHistory());
   at::Tensor t = at::empty({100}, at::kFloat);
-  const MemorySnapshot snapshot = Tracker().TakeHistory();
+  const MemorySnapshot snapshot = HistoryTracker().TakeHistory();
   EXPECT_TRUE(snapshot.pickle.empty());
   EXPECT_EQ(snapshot.events, 0);
 }
