@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -48,7 +49,8 @@ fs::path WriteExperiment(const fs::path& dir, const std::string& name, const std
   std::ofstream(file) << "[experiment]\nname = \"" << name << "\"\nsteps = 3\nwarmup_steps = 1\n"
                       << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
                       << "\"\n[device]\nthreads = 1\n"
-                      << "[plugins]\npaths = [\"" << MEMSWEEP_FIXTURE_DIR << "/chaos\"]\n"
+                      << "[plugins]\npaths = [\"" << MEMSWEEP_FIXTURE_DIR << "/chaos\", \""
+                      << MEMSWEEP_FIXTURE_DIR << "/chaos-callback\"]\n"
                       << "[strategies.batching]\nseq_len = 32\nmicro_batch_size = 2\n"
                       << extra;
   return file;
@@ -193,6 +195,36 @@ TEST(SweepTest, RandomFaultsEndOnlyTheirOwnCells) {
     if (action == "none") EXPECT_EQ(error, "");
   }
   std::cout << "[ fault trials ] seed " << seed << ": 20 cells, each fault ended its own cell\n";
+}
+
+// A rank that hangs while the other waits for it in a collective: [device] collective_timeout
+// ends the waiting rank, the launcher ends the hung one, the cell ends failed saying so, and the
+// next cell runs.
+TEST(SweepTest, ARankHangingInACollectiveEndsOnlyItsCell) {
+  const fs::path dir = Scratch("collective-hang");
+  const fs::path file = WriteExperiment(
+      dir, "hang",
+      "[strategies.sharding]\nplugin = \"ddp\"\n"
+      "[matrix]\n\"strategies.callbacks\" = [[{ plugin = \"fixture-chaos-callback\", "
+      "action = \"hang\", only_rank = 1, at_step = 0 }], [{ plugin = "
+      "\"fixture-chaos-callback\", action = \"none\" }]]\n"
+      "\"device.world_size\" = [2]\n\"device.collective_timeout\" = [5.0]\n");
+  const fs::path db_path = dir / "r.db";
+  const fs::path log = dir / "log.txt";
+  const auto started = std::chrono::steady_clock::now();
+  const int code = ExitCodeOf(
+      Spawn({"run", file.string(), "--db", db_path.string(), "--cell-timeout", "120"}, log));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(code, 3) << ReadFile(log);
+  EXPECT_LT(seconds, 100.0) << "the collective timeout did not end the cell";
+  results::ResultsDb db(db_path.string(), results::ResultsDb::Mode::kReadOnly);
+  const results::QueryResult rows =
+      db.Query("SELECT status, error FROM run_summary ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 2u) << ReadFile(log);
+  EXPECT_EQ(rows.rows[0][0].value_or(""), "failed") << rows.rows[0][1].value_or("");
+  std::cout << "[ collective hang ] " << rows.rows[0][1].value_or("") << "\n";
+  EXPECT_EQ(rows.rows[1][0].value_or(""), "ok") << rows.rows[1][1].value_or("");
 }
 
 TEST(SweepTest, CtrlCStopsCleanlyAndTheCellRunsOnResume) {
