@@ -1,5 +1,7 @@
 #include "core/cli/worker_command.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "core/launch/rank_launcher.h"
 #include "core/launch/rank_results.h"
 #include "core/experiment/cell.h"
+#include "core/memory/byte_size.h"
 #include "core/memory/rss.h"
 #include "core/report/run_report.h"
 #include "core/sweep/cell_process.h"
@@ -21,6 +24,24 @@
 
 namespace memsweep::cli {
 namespace {
+
+// An allocation the host refused — std::bad_alloc, or LibTorch's CPU allocator failing — is host
+// memory running out (an RLIMIT_AS cap on the worker, or the machine itself), not the device
+// budget: the error says so first, with the limit when there is one.
+std::string WithHostMemoryCause(const std::string& error) {
+  if (error.find("std::bad_alloc") == std::string::npos &&
+      error.find("can't allocate memory") == std::string::npos) {
+    return error;
+  }
+  std::string cause = "out of host memory (not the device budget): the worker could not allocate";
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    cause += " within its address-space limit (RLIMIT_AS " +
+             memory::FormatBytes(static_cast<int64_t>(limit.rlim_cur)) + ")";
+  }
+  return cause + "; give the cell less to hold (a smaller micro-batch or sequence) or run it "
+                 "where more memory is free: " + error;
+}
 
 // How long the other ranks may go on after one failed before the launcher kills them.
 constexpr double kRankGraceSeconds = 10.0;
@@ -108,6 +129,7 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
     result.status = train::RunStatus::kFailed;
     result.error = e.what();
   }
+  if (result.status == train::RunStatus::kFailed) result.error = WithHostMemoryCause(result.error);
   if (rank_env && rank != 0) result.dist.rank = rank;
   nlohmann::json json = report::RunResultToJson(cfg, result);
   json["dist"] = dist::RankRow(result);
