@@ -94,6 +94,10 @@ void ForEachJsonlDocument(const DataConfig& config, const DocumentVisitor& visit
     } catch (const nlohmann::json::parse_error& error) {
       throw DataError(Location(config.path, line_number) + ": invalid JSON (" +
                       DescribeParseError(error) + "): " + expected);
+    } catch (const nlohmann::json::out_of_range& error) {
+      // A number too large for any JSON number type (found by tools/fuzz).
+      throw DataError(Location(config.path, line_number) + ": invalid JSON (a number out of " +
+                      "range): " + expected);
     }
     if (!object.is_object()) {
       throw DataError(Location(config.path, line_number) + ": expected a JSON object, found " +

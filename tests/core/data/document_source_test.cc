@@ -59,6 +59,18 @@ TEST(DocumentSourceTest, CheckDocumentsThrowsLoadDocumentsErrors) {
   }
 }
 
+// Found by tools/fuzz (data_reader): a number too large for any JSON number type ended the
+// command with an internal error instead of naming the line.
+TEST(DocumentSourceTest, ANumberOutOfRangeIsInvalidJsonOnItsLine) {
+  const std::string path = WriteTempFile(
+      ".jsonl", "{\"text\": \"a\"}\n{\"text\": \"b\", \"n\": 4" + std::string(400, '4') + "}\n");
+  EXPECT_EQ(LoadError(ConfigFor(path, DataFormat::kJsonl)).rfind(
+                path + ":2: invalid JSON (a number out of range): each line must be one JSON "
+                       "object",
+                0),
+            0u);
+}
+
 TEST(DocumentSourceTest, LoadsBundledDevilsDictionary) {
   const std::vector<std::string> documents = LoadTextDocuments(
       ConfigFor(std::string(MEMSWEEP_SOURCE_DIR) + "/experiments/data/devils-dictionary.jsonl",
