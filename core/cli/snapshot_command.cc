@@ -1,47 +1,16 @@
 #include "core/cli/snapshot_command.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <system_error>
 
 #include "core/cli/command.h"
+#include "core/report/run_report.h"
 #include "core/results/results_db.h"
 
 namespace memsweep::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
 // The most events a suggested re-run keeps: a few hundred thousand cover a small cell's steps.
 constexpr int64_t kSuggestedHistory = 200000;
-
-// Writes `bytes` beside `output` and renames it into place; false (and nothing left) on failure.
-bool WriteBesideAndRename(const std::string& bytes, const fs::path& output, std::string& error) {
-  const fs::path partial = output.string() + ".partial-" + std::to_string(getpid());
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(partial, ignored);
-      error = "cannot write " + output.string();
-      return false;
-    }
-  }
-  std::error_code renamed;
-  fs::rename(partial, output, renamed);
-  if (renamed) {
-    std::error_code ignored;
-    fs::remove(partial, ignored);
-    error = "cannot write " + output.string() + ": " + renamed.message();
-    return false;
-  }
-  return true;
-}
 
 ExitCode Snapshot(const SnapshotOptions& options) {
   results::ResultsDb db(options.db_path, results::ResultsDb::Mode::kReadOnly);
@@ -60,9 +29,11 @@ ExitCode Snapshot(const SnapshotOptions& options) {
               << "), then memsweep snapshot the new run\n";
     return ExitCode::kInvalidInput;
   }
-  std::string error;
-  if (!WriteBesideAndRename(snapshot->bytes, options.output, error)) {
-    std::cerr << "error: " << error << " (choose another -o path)\n";
+  try {
+    report::WriteFileAtomically(options.output, snapshot->bytes);
+  } catch (const std::exception& e) {
+    std::cerr << "error: cannot write " << options.output << ": " << e.what()
+              << " (choose another -o path)\n";
     return ExitCode::kInvalidInput;
   }
   std::cout << "snapshot: " << options.output << " (run " << run << ", " << snapshot->events

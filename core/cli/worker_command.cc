@@ -64,20 +64,13 @@ void WriteMemorySnapshot(const std::string& result_path, const memory::MemorySna
                          nlohmann::json& json) {
   if (snapshot.pickle.empty()) return;
   const fs::path path = fs::absolute(result_path + ".snapshot.pickle");
-  const fs::path partial = path.string() + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out.write(snapshot.pickle.data(), static_cast<std::streamsize>(snapshot.pickle.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(partial, ignored);
-      std::cerr << "memsweep: the allocation history could not be written to " << partial.string()
-                << "; the run is stored without it\n";
-      return;
-    }
+  try {
+    report::WriteFileAtomically(path.string(), snapshot.pickle);
+  } catch (const std::exception& e) {
+    std::cerr << "memsweep: the allocation history could not be written to " << path.string()
+              << " (" << e.what() << "); the run is stored without it\n";
+    return;
   }
-  fs::rename(partial, path);
   json["memory_snapshot"] = {{"file", path.string()},
                              {"format", memory::kMemorySnapshotFormat},
                              {"events", snapshot.events}};

@@ -1,13 +1,10 @@
 #include "core/page/html_report.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,6 +14,7 @@
 #include "core/memory/byte_size.h"
 #include "core/page/report_charts.h"
 #include "core/page/svg_chart.h"
+#include "core/report/run_report.h"
 
 #ifndef MEMSWEEP_VERSION
 #define MEMSWEEP_VERSION "unknown"
@@ -76,11 +74,11 @@ constexpr const char* kScript = R"js(
     errors.push(String(e.message));
     document.documentElement.dataset.errors = errors.join(' | ');
   });
+  // The value a cell sorts by: its data-v (the database's value) as a number when it is one.
   function key(td) {
-    var v = td.dataset.v;
-    if (v === undefined) v = td.textContent;
-    var n = parseFloat(v);
-    return isNaN(n) || String(n) !== String(Number(v)) && !/^[-+0-9.eE]+$/.test(v) ? v : n;
+    var v = td.dataset.v === undefined ? td.textContent : td.dataset.v;
+    var n = Number(v);
+    return v !== '' && !isNaN(n) ? n : v;
   }
   document.querySelectorAll('table.sortable th').forEach(function (th, column) {
     th.addEventListener('click', function () {
@@ -439,28 +437,13 @@ void WriteReport(const std::string& html, const std::string& path) {
   std::error_code error;
   if (!fs::is_directory(folder, error)) {
     throw ReportWriteError(path + ": the folder " + folder.string() +
-                             " does not exist; create it or choose another -o");
+                           " does not exist; create it or choose another -o");
   }
-  const fs::path temporary = folder / ("." + target.filename().string() + ".tmp" +
-                                       std::to_string(::getpid()));
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) {
-      throw ReportWriteError(path + ": cannot write in " + folder.string() +
-                               " (no permission?); choose another -o");
-    }
-    file << html;
-    file.close();
-    if (!file) {
-      fs::remove(temporary, error);
-      throw ReportWriteError(path + ": writing failed (disk full?); nothing was written");
-    }
-  }
-  fs::rename(temporary, target, error);
-  if (error) {
-    fs::remove(temporary, error);
-    throw ReportWriteError(path + ": cannot replace it (" + error.message() +
-                             "); choose another -o");
+  try {
+    report::WriteFileAtomically(path, html);
+  } catch (const std::exception& e) {
+    throw ReportWriteError(path + ": cannot be written (" + e.what() +
+                           "); nothing was written, choose another -o");
   }
 }
 

@@ -197,6 +197,14 @@ bool Slanted(const std::vector<std::string>& categories, double band) {
 // The height slanted names need below the plot.
 constexpr double kSlantExtra = 56;
 
+// A horizontal line across the plot at pixel height `py`, labelled at its right end.
+void DrawLimit(std::ostringstream& out, double py, const std::string& label) {
+  out << "<line class=\"limit\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kPlotW << "\" y1=\""
+      << Num(py) << "\" y2=\"" << Num(py) << "\"/>"
+      << "<text class=\"limit-label\" x=\"" << kLeft + kPlotW - 4 << "\" y=\"" << Num(py - 4)
+      << "\" text-anchor=\"end\">" << Escape(label) << "</text>\n";
+}
+
 // Category names under the bars, and the axis label under them.
 void DrawCategories(std::ostringstream& out, const std::vector<std::string>& categories,
                     const std::vector<std::string>& notes, double band,
@@ -417,11 +425,7 @@ std::string DrawStackedBars(const BarChart& chart) {
     }
   }
   for (const auto& [name, value] : drawn_lines) {
-    out << "<line class=\"limit\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kPlotW << "\" y1=\""
-        << Num(y(value)) << "\" y2=\"" << Num(y(value)) << "\"/>"
-        << "<text class=\"limit-label\" x=\"" << kLeft + kPlotW - 4 << "\" y=\""
-        << Num(y(value) - 4) << "\" text-anchor=\"end\">"
-        << Escape(name + " " + FormatValue(value, chart.value_unit)) << "</text>\n";
+    DrawLimit(out, y(value), name + " " + FormatValue(value, chart.value_unit));
   }
   DrawCategories(out, chart.categories, {}, band, "cell");
   std::vector<LegendEntry> legend;
@@ -474,18 +478,9 @@ std::string DrawGroupedBars(const BarChart& chart) {
           << "</rect>\n";
     }
   }
-  if (ratio) {
-    out << "<line class=\"limit\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kPlotW << "\" y1=\""
-        << Num(y(1)) << "\" y2=\"" << Num(y(1)) << "\"/>"
-        << "<text class=\"limit-label\" x=\"" << kLeft + kPlotW - 4 << "\" y=\"" << Num(y(1) - 4)
-        << "\" text-anchor=\"end\">baseline = 1x</text>\n";
-  }
+  if (ratio) DrawLimit(out, y(1), "baseline = 1x");
   for (const auto& [name, value] : chart.lines) {
-    out << "<line class=\"limit\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kPlotW << "\" y1=\""
-        << Num(y(value)) << "\" y2=\"" << Num(y(value)) << "\"/>"
-        << "<text class=\"limit-label\" x=\"" << kLeft + kPlotW - 4 << "\" y=\""
-        << Num(y(value) - 4) << "\" text-anchor=\"end\">"
-        << Escape(name + " " + FormatValue(value, chart.value_unit)) << "</text>\n";
+    DrawLimit(out, y(value), name + " " + FormatValue(value, chart.value_unit));
   }
   DrawCategories(out, chart.categories, chart.notes, band, "");
   std::vector<LegendEntry> legend;

@@ -1,5 +1,7 @@
 #include "core/report/run_report.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -248,15 +250,15 @@ nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunRes
   return j;
 }
 
-void WriteJsonFile(const std::string& path, const nlohmann::json& document) {
+void WriteFileAtomically(const std::string& path, std::string_view bytes) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const fs::path temporary = target.string() + ".tmp";
+  const fs::path temporary = target.string() + ".tmp-" + std::to_string(::getpid());
   try {
     {
-      std::ofstream out(temporary);
-      out << document.dump(2) << "\n";
+      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      out.close();
       if (!out) throw std::runtime_error("cannot write " + temporary.string());
     }
     fs::rename(temporary, target);
@@ -265,6 +267,12 @@ void WriteJsonFile(const std::string& path, const nlohmann::json& document) {
     fs::remove(temporary, ignored);  // nothing half-written stays behind
     throw;
   }
+}
+
+void WriteJsonFile(const std::string& path, const nlohmann::json& document) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  WriteFileAtomically(path, document.dump(2) + "\n");
 }
 
 }  // namespace memsweep::report

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "core/config/run_config.h"
 #include "core/train/run_result.h"
@@ -17,7 +18,11 @@ namespace memsweep::report {
 std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResult& result);
 nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunResult& result);
 nlohmann::json RunConfigToJson(const config::RunConfig& cfg);
-// Writes to a temporary file beside `path`, then renames it: readers never see half a file.
+// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: readers never
+// see half a file, and a failure leaves nothing behind. The folder must exist. Throws
+// std::runtime_error (or std::filesystem::filesystem_error) naming the path.
+void WriteFileAtomically(const std::string& path, std::string_view bytes);
+// The document, indented by 2, through WriteFileAtomically; creates the folder if needed.
 void WriteJsonFile(const std::string& path, const nlohmann::json& document);
 
 }  // namespace memsweep::report

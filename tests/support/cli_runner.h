@@ -19,16 +19,20 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-// `env`: optional "NAME=value" assignments placed before the command.
-inline Outcome RunMemsweep(const std::string& args, const std::string& env = "") {
-  const std::string command = env + (env.empty() ? "" : " ") + std::string(MEMSWEEP_BINARY) +
-                              " " + args + " 2>&1";
+// A shell command line, its stdout and stderr together.
+inline Outcome RunShell(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   char buffer[4096];
   while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// `env`: optional "NAME=value" assignments (or a command such as prlimit) placed before it.
+inline Outcome RunMemsweep(const std::string& args, const std::string& env = "") {
+  return RunShell(env + (env.empty() ? "" : " ") + std::string(MEMSWEEP_BINARY) + " " + args);
 }
 
 // An empty directory of its own under the test temp directory.

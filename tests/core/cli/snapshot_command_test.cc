@@ -20,14 +20,8 @@ namespace fs = std::filesystem;
 
 // python3 -S: without site-packages, so the pickle must load without torch.
 Outcome CheckWithPython(const fs::path& pickle, int64_t expected_peak) {
-  const std::string command = "python3 -S " + SourcePath("tests/tools/check_memory_snapshot.py") +
-                              " " + pickle.string() + " " + std::to_string(expected_peak) + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return RunShell("python3 -S " + SourcePath("tests/tools/check_memory_snapshot.py") + " " +
+                  pickle.string() + " " + std::to_string(expected_peak));
 }
 
 // A database with one ok run that recorded no history.
