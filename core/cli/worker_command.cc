@@ -92,9 +92,13 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
   const config::RunConfig& cfg = run.config;
   train::RunResult result;
   std::unique_ptr<dist::ProcessGroup> group;
+  // Destroyed only once the result is written: a strategy whose destructor crashes ends the
+  // worker by a signal, and the runner then keeps the figures it wrote (core/sweep/sweep_runner).
+  std::unique_ptr<train::Trainer> trainer_owner;
   const int rank = rank_env ? rank_env->rank : 0;
   try {
-    train::Trainer trainer(cfg, std::move(run.strategies));  // validation's own instances
+    trainer_owner = std::make_unique<train::Trainer>(cfg, std::move(run.strategies));
+    train::Trainer& trainer = *trainer_owner;  // validation's own strategy instances
     // Rank 0's history only: the ranks of a data-parallel run allocate alike (docs/snapshot.md).
     if (rank == 0) trainer.RecordMemoryHistory(cfg.experiment.memory_history);
     if (rank_env) {
@@ -146,6 +150,7 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
                                   : dist::RankResultPath(options.result, rank),
                         json);
   if (!result.error.empty()) std::cerr << result.error << "\n";
+  trainer_owner.reset();
   if (rank_env) {
     return result.status == train::RunStatus::kOk ? ExitCode::kOk : ExitCode::kRunFailed;
   }

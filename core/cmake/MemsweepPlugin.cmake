@@ -31,6 +31,10 @@ function(memsweep_add_plugin NAME)
     memsweep_skip_pch_where_unused(${NAME})
   endif()
   target_link_options(${NAME} PRIVATE
-    -Wl,--version-script=${_MEMSWEEP_PLUGIN_CMAKE_DIR}/memsweep_plugin.map
-    -Wl,--exclude-libs,ALL -Wl,--no-undefined)
+    -Wl,--version-script=${_MEMSWEEP_PLUGIN_CMAKE_DIR}/memsweep_plugin.map -Wl,--exclude-libs,ALL)
+  # Every symbol resolved at link time — except in a clang sanitizer build (the `fuzz` preset),
+  # where the sanitizer runtime lives in the executable and plugins find it when loaded.
+  if(NOT (MEMSWEEP_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang"))
+    target_link_options(${NAME} PRIVATE -Wl,--no-undefined)
+  endif()
 endfunction()

@@ -15,11 +15,22 @@ namespace memsweep::results {
 
 class ResultsError : public std::runtime_error {
  public:
-  ResultsError(const std::string& database_path, const std::string& what)
-      : std::runtime_error(database_path + ": " + what) {}
+  // kContent: the database refused what was written (a constraint, a value it cannot hold, a file
+  // a result names that is not there) — the data is at fault, not the database, which still
+  // takes other writes. kDatabase: anything else (cannot open, disk full, locked, bad SQL).
+  enum class Kind : uint8_t { kDatabase, kContent };
+
+  ResultsError(const std::string& database_path, const std::string& what,
+               Kind kind = Kind::kDatabase)
+      : std::runtime_error(database_path + ": " + what), kind_(kind) {}
   // `cause`'s message followed by `consequence`: what it meant for the command, what to do.
   ResultsError(const ResultsError& cause, const std::string& consequence)
-      : std::runtime_error(std::string(cause.what()) + consequence) {}
+      : std::runtime_error(std::string(cause.what()) + consequence), kind_(cause.kind_) {}
+
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
 };
 
 }  // namespace memsweep::results

@@ -208,8 +208,10 @@ void StoreMemorySnapshot(SqliteConnection& db, int64_t run_id, const json& snaps
   std::string bytes;
   if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (!in.is_open() || in.bad() || bytes.empty()) {
-    throw ResultsError(db.path(), "the run's allocation history " + path +
-                                      " (named in its result) is missing, unreadable or empty");
+    throw ResultsError(db.path(),
+                       "the run's allocation history " + path +
+                           " (named in its result) is missing, unreadable or empty",
+                       ResultsError::Kind::kContent);
   }
   SqliteStatement insert = db.Prepare(
       "INSERT INTO memory_snapshots (run_id, format, events, bytes) VALUES (?1, ?2, ?3, ?4)");

@@ -49,7 +49,11 @@ SqliteStatement::~SqliteStatement() { sqlite3_finalize(statement_); }
 void SqliteStatement::Fail(int code, const std::string& what) const {
   sqlite3* db = sqlite3_db_handle(statement_);
   std::string message = what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(code));
-  throw ResultsError(database_path_, message + " (in: " + sql_ + ")");
+  const int primary = code & 0xff;
+  const bool content = primary == SQLITE_CONSTRAINT || primary == SQLITE_MISMATCH ||
+                       primary == SQLITE_TOOBIG || primary == SQLITE_RANGE;
+  throw ResultsError(database_path_, message + " (in: " + sql_ + ")",
+                     content ? ResultsError::Kind::kContent : ResultsError::Kind::kDatabase);
 }
 
 void SqliteStatement::CheckBind(int code, int index) const {

@@ -21,6 +21,7 @@
 #include "core/results/results_db.h"
 #include "core/sweep/cell_process.h"
 #include "core/sweep/progress_line.h"
+#include "core/sweep/worker_result.h"
 
 namespace memsweep::sweep {
 namespace fs = std::filesystem;
@@ -53,16 +54,6 @@ results::CellInfo InfoOf(const experiment::Cell& cell) {
   info.params_json = cell.params.dump();
   if (!cell.reference_hash.empty()) info.reference_hash = cell.reference_hash;
   return info;
-}
-
-std::optional<nlohmann::json> ReadResult(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
-  }
 }
 
 // The outcome of one cell as the database records it.
@@ -120,22 +111,28 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
     if (!exit.stderr_tail.empty()) outcome.error += "\n" + exit.stderr_tail;
     return outcome;
   }
-  outcome.result = ReadResult(result_path);
+  outcome.result = ReadWorkerResult(result_path);
   // A worker that exited (not killed) and left a result wrote it for this cell: any older one
   // was deleted before it started. It exits 0 for ok and oom and 3 for failed (docs/cli.md).
   if (exit.kind == CellExitKind::kExited && outcome.result) {
-    const std::string status = outcome.result->value("status", "failed");
-    outcome.status = status == "ok" ? RunStatus::kOk
-                     : status == "oom" ? RunStatus::kOom
-                                       : RunStatus::kFailed;
-    outcome.error = outcome.result->value("error", "");
+    const ResultStatus stated = StatusOfResult(*outcome.result);
+    outcome.status = stated.status;
+    outcome.error = stated.error;
     return outcome;
   }
-  outcome.result.reset();
+  // A worker ended by a signal after it wrote its result — while shutting down (a strategy's
+  // destructor, the process's exit): the cell failed, and the figures of its run are kept.
+  const bool wrote_result = exit.kind == CellExitKind::kSignaled && outcome.result;
+  if (!wrote_result) outcome.result.reset();
   outcome.status = RunStatus::kFailed;
   outcome.error = exit.kind == CellExitKind::kSignaled && exit.signal == SIGKILL
                       ? DescribeKilledWorker(exit, last, oom_kills_before, KernelOomKills())
                       : "worker " + exit.Describe();
+  if (wrote_result) {
+    outcome.error += " after it wrote its result (status " +
+                     std::string(results::RunStatusName(StatusOfResult(*outcome.result).status)) +
+                     "), while shutting down; the run's figures are kept";
+  }
   if (!exit.stderr_tail.empty()) outcome.error += "\n" + exit.stderr_tail;
   return outcome;
 }
@@ -174,12 +171,11 @@ std::optional<nlohmann::json> EstimateAfter(const experiment::Cell& cell, const 
   if (!KeepsAnEstimate(outcome.status)) return std::nullopt;
   estimate::EstimateTarget target;
   if (outcome.result && outcome.result->contains("device")) {
-    const std::string ran_on = (*outcome.result)["device"].value("device", std::string());
+    const std::string ran_on = TextIn(*outcome.result, "device", "device");
     target.auto_device = ran_on.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
   }
-  if (outcome.result && outcome.result->contains("environment")) {
-    const nlohmann::json& environment = (*outcome.result)["environment"];
-    const std::string cc = environment.value("compute_capability", std::string());
+  if (outcome.result) {
+    const std::string cc = TextIn(*outcome.result, "environment", "compute_capability");
     if (const std::optional<int> value = estimate::ParseComputeCapability(cc)) {
       target.compute_capability = *value;
     }
@@ -417,8 +413,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       }
     }
     try {
-      db.FinishRun(*run_id, outcome.status, outcome.error,
-                   outcome.result ? &*outcome.result : nullptr, estimate ? &*estimate : nullptr);
+      RecordOutcome(db, *run_id, outcome.status, outcome.error,
+                    outcome.result ? &*outcome.result : nullptr, estimate ? &*estimate : nullptr);
     } catch (const results::ResultsError& e) {
       progress.Clear();
       // The transaction rolled back: the cell keeps its claim ('running', no figures), or goes

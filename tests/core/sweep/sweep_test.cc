@@ -188,9 +188,12 @@ TEST(SweepTest, RandomFaultsEndOnlyTheirOwnCells) {
                 std::string::npos);
     }
     if (action == "sigkill") EXPECT_NE(error.find("SIGKILL"), std::string::npos);
-    // The strategy is destroyed before the worker writes its result: the crash ends the cell.
+    // The strategy is destroyed after the worker wrote its result: the crash fails the cell,
+    // whose figures are kept.
     if (action == "segfault_in_destructor") {
       EXPECT_NE(error.find("crashed: signal 11"), std::string::npos);
+      EXPECT_NE(error.find("after it wrote its result (status ok)"), std::string::npos);
+      EXPECT_EQ(rows.rows[i][3].value_or(""), "3");
     }
     if (action == "none") EXPECT_EQ(error, "");
   }
