@@ -58,3 +58,17 @@ function(memsweep_skip_pch_where_unused target)
     endif()
   endforeach()
 endfunction()
+
+# memsweep_reuse_pch_hidden(<target>)
+#
+# For a target compiled with hidden visibility (the plugins and their code): reuses the
+# precompiled header like the rest of the tree. GCC takes a header built with default
+# visibility; clang (the `fuzz` preset) refuses one whose visibility differs, so there the target
+# compiles without it.
+function(memsweep_reuse_pch_hidden target)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    return()
+  endif()
+  target_precompile_headers(${target} REUSE_FROM memsweep_pch)
+  memsweep_skip_pch_where_unused(${target})
+endfunction()

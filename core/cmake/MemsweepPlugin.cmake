@@ -27,8 +27,7 @@ function(memsweep_add_plugin NAME)
     set_target_properties(${NAME} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY})
   endif()
   if(TARGET memsweep_pch)  # memsweep's own tree only: its precompiled header
-    target_precompile_headers(${NAME} REUSE_FROM memsweep_pch)
-    memsweep_skip_pch_where_unused(${NAME})
+    memsweep_reuse_pch_hidden(${NAME})
   endif()
   target_link_options(${NAME} PRIVATE
     -Wl,--version-script=${_MEMSWEEP_PLUGIN_CMAKE_DIR}/memsweep_plugin.map -Wl,--exclude-libs,ALL)

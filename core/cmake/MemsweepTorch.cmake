@@ -136,11 +136,13 @@ list(PREPEND MEMSWEEP_TORCH_LIBRARIES "-Wl,--push-state,--no-as-needed,-lstdc++,
 # OpenMP: memsweep's kernels call at::parallel_for inline, so they must run in the same OpenMP
 # runtime as ATen. The wheel carries its own libgomp.so.1 (same soname as the system's); code is
 # compiled with -fopenmp and linked against that one, so exactly one runtime is ever loaded
-# (tests/core/env/libtorch_platform_test.cc checks it).
+# (tests/core/env/libtorch_platform_test.cc checks it). Clang's -fopenmp emits calls into LLVM's
+# runtime (__kmpc_*), which libgomp lacks: a clang build (the `fuzz` preset) compiles without it,
+# and at::parallel_for inlined into memsweep's code then runs on one thread.
 if(NOT TARGET memsweep::openmp)
   add_library(memsweep::openmp INTERFACE IMPORTED GLOBAL)
   set_target_properties(memsweep::openmp PROPERTIES
-    INTERFACE_COMPILE_OPTIONS -fopenmp
+    INTERFACE_COMPILE_OPTIONS $<$<CXX_COMPILER_ID:GNU>:-fopenmp>
     INTERFACE_LINK_LIBRARIES "${_torch_lib}/libgomp.so.1;Threads::Threads")
 endif()
 find_package(Threads REQUIRED)

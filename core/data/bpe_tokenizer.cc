@@ -94,7 +94,9 @@ BpeTokenizer::~BpeTokenizer() = default;
 BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
 BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 
-BpeTokenizer BpeTokenizer::Load(const std::string& path) {
+// A function-try-block: a JSON value of an unexpected type anywhere (a string where a flag is, a
+// number for the whole file) is the file's problem, reported as such.
+BpeTokenizer BpeTokenizer::Load(const std::string& path) try {
   const auto fail = [&](const std::string& what) { return TokenizerError(path + ": " + what); };
   std::ifstream in(path);
   if (!in) throw fail("cannot open (give a Hugging Face tokenizer.json)");
@@ -104,6 +106,7 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
   } catch (const json::exception& e) {
     throw fail(std::string("not valid JSON (") + e.what() + ")");
   }
+  if (!root.is_object()) throw fail("not a JSON object (give a Hugging Face tokenizer.json)");
   BpeTokenizer t;
   t.path_ = path;
   const json& model = root.value("model", json());
@@ -214,6 +217,8 @@ BpeTokenizer BpeTokenizer::Load(const std::string& path) {
   pcre2_jit_compile(t.regex_->code, PCRE2_JIT_COMPLETE);  // faster where available
   t.regex_->match = pcre2_match_data_create_from_pattern(t.regex_->code, nullptr);
   return t;
+} catch (const json::exception& e) {
+  throw TokenizerError(path + ": not a tokenizer.json memsweep can read (" + e.what() + ")");
 }
 
 int32_t BpeTokenizer::TokenId(const std::string& token) const {

@@ -47,7 +47,8 @@ std::string EndingName(const std::vector<std::string>& parts, size_t n) {
 
 template <typename T>
 T Required(const toml::table& metadata, const char* key, const std::string& text_name) {
-  const std::optional<T> value = metadata[key].value<T>();
+  // value_exact: a number of another type (1e30 for an integer) is the wrong type, not converted.
+  const std::optional<T> value = metadata[key].value_exact<T>();
   if (!value) {
     throw config::ConfigError(text_name + ": [cell] " + key +
                               " is missing or has the wrong type; write cells with CellToToml");

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <map>
 #include <set>

@@ -1,6 +1,7 @@
 #include "core/model/llama.h"
 
 #include <ATen/ATen.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

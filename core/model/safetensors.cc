@@ -119,7 +119,7 @@ std::shared_ptr<MappedFile> ReadHeader(const std::string& path,
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") continue;
     if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
-    const auto bad = [&](const std::string& what) {
+    const auto bad = [&, &name = name](const std::string& what) {
       return SafetensorsError(path + ": tensor \"" + name + "\": " + what);
     };
     if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") ||

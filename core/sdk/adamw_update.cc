@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <array>

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include "memsweep/adamw_update.h"
 #include "memsweep/allocation_label.h"

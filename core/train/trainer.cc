@@ -210,7 +210,9 @@ class RunLoop {
   void Environment() {
     stages_.Begin(Stage::kEnvironment, -1);
     if (device_.is_cpu() || device_.is_meta()) {
-      auto [allocator, allocator_plugin] = hooks_.Get<AllocatorStrategy>(Slot::kAllocator);
+      AllocatorStrategy* allocator = nullptr;
+      const ActiveStrategy* allocator_plugin = nullptr;
+      std::tie(allocator, allocator_plugin) = hooks_.Get<AllocatorStrategy>(Slot::kAllocator);
       memory::TrackingAllocator::Instance().SetBackend(
           CallPlugin(*allocator_plugin, "environment (memory backend)",
                      [&] { return allocator->MakeBackend(); }));
@@ -238,8 +240,12 @@ class RunLoop {
       weights = model::OpenSafetensors(cfg_.model.weights);
     }
     std::tie(sharding_, sharding_plugin_) = hooks_.Get<ShardingStrategy>(Slot::kSharding);
-    auto [adapter, adapter_plugin] = hooks_.Get<AdapterStrategy>(Slot::kAdapter);
-    auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
+    AdapterStrategy* adapter = nullptr;
+    const ActiveStrategy* adapter_plugin = nullptr;
+    std::tie(adapter, adapter_plugin) = hooks_.Get<AdapterStrategy>(Slot::kAdapter);
+    PrecisionStrategy* precision = nullptr;
+    const ActiveStrategy* precision_plugin = nullptr;
+    std::tie(precision, precision_plugin) = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
     adopted_by_group_ = CallPlugin(*sharding_plugin_, "model", [&] {
       return sharding_->OwnsOptimizerStep() && sharding_->AdoptsOptimizerParametersByGroup();
     });
@@ -297,7 +303,9 @@ class RunLoop {
   void Model() {
     stages_.Begin(Stage::kModel, -1);
     BuildModel();
-    auto [attention, attention_plugin] = hooks_.Get<AttentionStrategy>(Slot::kAttention);
+    AttentionStrategy* attention = nullptr;
+    const ActiveStrategy* attention_plugin = nullptr;
+    std::tie(attention, attention_plugin) = hooks_.Get<AttentionStrategy>(Slot::kAttention);
     model::AttentionFn attend =
         CallPlugin(*attention_plugin, "model", [&] { return attention->MakeAttention(); });
     const ActiveStrategy* attention_owner = attention_plugin;
@@ -306,7 +314,9 @@ class RunLoop {
                                                          const model::AttentionInputs& inputs) {
       return CallPlugin(*attention_owner, "attention", [&] { return attend(q, k, v, inputs); });
     });
-    auto [kernels, kernels_plugin] = hooks_.Get<KernelsStrategy>(Slot::kKernels);
+    KernelsStrategy* kernels = nullptr;
+    const ActiveStrategy* kernels_plugin = nullptr;
+    std::tie(kernels, kernels_plugin) = hooks_.Get<KernelsStrategy>(Slot::kKernels);
     model::Kernels made =
         CallPlugin(*kernels_plugin, "model", [&] { return kernels->MakeKernels(); });
     const ActiveStrategy* kernels_owner = kernels_plugin;
@@ -324,14 +334,17 @@ class RunLoop {
       };
     }
     state_.model->SetKernels(wrapped);
-    auto [checkpointing, checkpointing_plugin] =
-        hooks_.Get<CheckpointingStrategy>(Slot::kCheckpointing);
+    CheckpointingStrategy* checkpointing = nullptr;
+    const ActiveStrategy* checkpointing_plugin = nullptr;
+    std::tie(checkpointing, checkpointing_plugin) = hooks_.Get<CheckpointingStrategy>(Slot::kCheckpointing);
     model::BlockRunner runner = CallPlugin(*checkpointing_plugin, "model",
                                            [&] { return checkpointing->MakeBlockRunner(); });
     state_.model->SetBlockRunner(CallPlugin(*sharding_plugin_, "model", [&] {
       return sharding_->WrapBlockRunner(std::move(runner));
     }));
-    auto [loss, loss_plugin] = hooks_.Get<LossStrategy>(Slot::kLoss);
+    LossStrategy* loss = nullptr;
+    const ActiveStrategy* loss_plugin = nullptr;
+    std::tie(loss, loss_plugin) = hooks_.Get<LossStrategy>(Slot::kLoss);
     model::LossFn loss_fn = CallPlugin(*loss_plugin, "model", [&] { return loss->MakeLoss(); });
     const ActiveStrategy* loss_owner = loss_plugin;
     loss_ = [loss_fn, loss_owner](const model::LossInputs& inputs) {
@@ -344,10 +357,14 @@ class RunLoop {
   void Data() {
     stages_.Begin(Stage::kData, -1);
     state_.data = cfg_.data;
-    auto [batching, batching_plugin] = hooks_.Get<BatchingStrategy>(Slot::kBatching);
+    BatchingStrategy* batching = nullptr;
+    const ActiveStrategy* batching_plugin = nullptr;
+    std::tie(batching, batching_plugin) = hooks_.Get<BatchingStrategy>(Slot::kBatching);
     CallPlugin(*batching_plugin, "data", [&] { batching->ConfigureBatches(state_.data); });
     result_.data = state_.data;
-    auto [packing, packing_plugin] = hooks_.Get<PackingStrategy>(Slot::kPacking);
+    PackingStrategy* packing = nullptr;
+    const ActiveStrategy* packing_plugin = nullptr;
+    std::tie(packing, packing_plugin) = hooks_.Get<PackingStrategy>(Slot::kPacking);
     state_.batches = CallPlugin(*packing_plugin, "data", [&] {
       return packing->MakeBatchSource(state_.data, cfg_.experiment.seed);
     });
@@ -363,7 +380,9 @@ class RunLoop {
     state_.sharding = sharding_;
     sharded_step_ = CallPlugin(*sharding_plugin_, "optimizer",
                                [&] { return sharding_->OwnsOptimizerStep(); });
-    auto [precision, precision_plugin] = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
+    PrecisionStrategy* precision = nullptr;
+    const ActiveStrategy* precision_plugin = nullptr;
+    std::tie(precision, precision_plugin) = hooks_.Get<PrecisionStrategy>(Slot::kPrecision);
     if (sharded_step_) {
       // The precision slot's master copies (if any) move to the sharding slot, which keeps its
       // partition of them; the full copies are freed when this scope ends. (A sharding slot
@@ -607,12 +626,16 @@ bool ReadPluginFacts(const StrategySet& strategies, const c10::Device& device, P
       result.plugins.push_back({active.slot, active.name, active.version, preserving});
     }
     const StrategyHooks hooks(strategies);
-    auto [precision, precision_plugin] = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
+    PrecisionStrategy* precision = nullptr;
+    const ActiveStrategy* precision_plugin = nullptr;
+    std::tie(precision, precision_plugin) = hooks.Get<PrecisionStrategy>(Slot::kPrecision);
     facts.compute_dtype = CallPlugin(*precision_plugin, "environment",
                                      [&] { return precision->ComputeDtype(); });
     result.compute_dtype = ComputeDtypeName(facts.compute_dtype);
     if (device.is_cuda()) {
-      auto [allocator, allocator_plugin] = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
+      AllocatorStrategy* allocator = nullptr;
+      const ActiveStrategy* allocator_plugin = nullptr;
+      std::tie(allocator, allocator_plugin) = hooks.Get<AllocatorStrategy>(Slot::kAllocator);
       facts.allocator_settings = CallPlugin(*allocator_plugin, "environment (allocator settings)",
                                             [&] { return allocator->DeviceAllocatorSettings(); });
     }

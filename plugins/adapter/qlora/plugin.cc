@@ -5,6 +5,7 @@
 // the full-precision base beside its NF4 copy. The frozen parameters that are not quantised (the
 // norms, the embedding and the LM head, as bitsandbytes leaves them) are stored in `base_dtype`.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <map>
 #include <memory>

@@ -83,10 +83,18 @@ std::optional<Isa> ParseIsa(const std::string& name) {
   return std::nullopt;
 }
 
+// The x86-64-v3 and -v4 levels the copies are compiled for, by the features both GCC and clang
+// can test (clang 14 knows no level names, nor f16c, lzcnt or movbe: every CPU with AVX2, FMA,
+// BMI1 and BMI2 has those three too).
 bool CpuSupports(Isa isa) {
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
   switch (isa) {
-    case Isa::kAvx512: return __builtin_cpu_supports("x86-64-v4") > 0;
-    case Isa::kAvx2: return __builtin_cpu_supports("x86-64-v3") > 0;
+    case Isa::kAvx512:
+      return v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl");
+    case Isa::kAvx2: return v3;
     default: return true;
   }
 }

@@ -1,6 +1,7 @@
 #include "flat_adamw.h"
 
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 

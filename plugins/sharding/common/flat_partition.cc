@@ -1,6 +1,7 @@
 #include "flat_partition.h"
 
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <stdexcept>

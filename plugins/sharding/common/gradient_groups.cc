@@ -1,6 +1,7 @@
 #include "gradient_groups.h"
 
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <utility>

@@ -1,6 +1,7 @@
 #include "partition_optimizer.h"
 
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,7 @@
 #include "zero_engine.h"
 
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <stdexcept>
 #include <string>

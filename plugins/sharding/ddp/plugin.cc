@@ -5,6 +5,7 @@
 // then widened onto the precision plugin's masters by its own optimizer_step hook.
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <stdexcept>
 

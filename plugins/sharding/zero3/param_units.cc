@@ -2,6 +2,7 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 

@@ -1,6 +1,7 @@
 #include "zero3_engine.h"
 
 #include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <stdexcept>

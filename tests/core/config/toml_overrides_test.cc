@@ -63,5 +63,23 @@ TEST(TomlOverridesTest, MalformedAssignmentsSayWhatToWrite) {
             "strategies.batching.seq_len=128");
 }
 
+// Found by the experiment_plan fuzz target (tools/fuzz): a key with a byte that is not UTF-8
+// reached the document and failed, as an internal error, where the cell's hash serialises it.
+TEST(TomlOverridesTest, AnAssignmentThatIsNotUtf8IsRefusedNamingTheByte) {
+  toml::table root;
+  EXPECT_EQ(OverrideError(root, "experiment.ste\xD3ps=1"),
+            "--set experiment.ste\\xD3ps=1: not valid UTF-8 (byte 15); write keys and values in "
+            "UTF-8");
+  EXPECT_NE(OverrideError(root, "data.path=caf\xE9").find("not valid UTF-8 (byte 14)"),
+            std::string::npos);
+  EXPECT_NE(OverrideError(root, "data.path=\xED\xA0\x80").find("not valid UTF-8"),
+            std::string::npos);  // a surrogate
+  EXPECT_NE(OverrideError(root, "data.path=\xC0\xAF").find("not valid UTF-8"),
+            std::string::npos);  // an overlong '/'
+  EXPECT_TRUE(root.empty());
+  EXPECT_EQ(OverrideError(root, "data.path=caf\xC3\xA9 \xF0\x9F\x98\x80"), "");
+  EXPECT_EQ(root["data"]["path"].value_or(std::string()), "caf\xC3\xA9 \xF0\x9F\x98\x80");
+}
+
 }  // namespace
 }  // namespace memsweep::config

@@ -89,5 +89,23 @@ TEST(BpeTokenizerTest, RefusesWhatItDoesNotImplementNamingTheFile) {
   EXPECT_THROW(BpeTokenizer::Load(::testing::TempDir() + "missing.json"), TokenizerError);
 }
 
+// Found by the tokenizer fuzz target (tools/fuzz): a file whose JSON is a number, or whose fields
+// have other types, escaped as an internal error (nlohmann's type_error) instead of refusing it.
+TEST(BpeTokenizerTest, JsonOfTheWrongShapeIsRefusedNamingTheFile) {
+  const std::string path = ::testing::TempDir() + "shape.json";
+  for (const std::string text :
+       {std::string("5555"), std::string(R"([1, 2])"),
+        std::string(R"({"model": {"type": "BPE", "byte_fallback": "yes"}})"),
+        std::string(R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})")}) {
+    std::ofstream(path) << text;
+    try {
+      BpeTokenizer::Load(path);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const TokenizerError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memsweep::data

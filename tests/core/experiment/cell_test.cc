@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config/config_error.h"
+
 namespace memsweep::experiment {
 namespace {
 
@@ -68,6 +70,21 @@ TEST(CellTest, LabelListsEveryParameterWithItsFullKey) {
   EXPECT_EQ(cell.Describe(),
             "cell 0 (optimizer.lr=0.1 strategies.callbacks=[empty_cache(every=2)], repeat 0, seed "
             "0)");
+}
+
+// Found by the cell_file fuzz target (tools/fuzz): a float too large for an integer where the
+// cell file has one was converted (undefined behaviour); it is the wrong type.
+TEST(CellTest, ACellFileWithAFloatForAnIntegerIsRefused) {
+  try {
+    CellFromToml("[cell]\ncombination = 0\nhash = 'x'\nindex = 0\nrepeat = 0\n"
+                 "seed = 1237777777777777777777777770.00\nsource = 'e.toml'\n",
+                 "cell.toml");
+    FAIL() << "accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cell.toml: [cell] seed is missing or has the wrong type"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
