@@ -338,17 +338,18 @@ toml::table ParseToml(std::string_view text, const std::string& source) {
 }
 
 RunConfig ParseRunConfig(std::string_view text, const std::string& source,
-                         const std::vector<std::string>& overrides) {
+                         const std::vector<std::string>& overrides, ReadFor purpose) {
   toml::table root = ParseToml(text, source);
   for (const auto& assignment : overrides) ApplyOverride(root, assignment);
-  return RunConfigFromTable(root, source);
+  return RunConfigFromTable(root, source, purpose);
 }
 
-RunConfig RunConfigFromTable(const toml::table& root, const std::string& source) {
-  return ValidatedRunFromTable(root, source).config;
+RunConfig RunConfigFromTable(const toml::table& root, const std::string& source, ReadFor purpose) {
+  return ValidatedRunFromTable(root, source, purpose).config;
 }
 
-ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source) {
+ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source,
+                                   ReadFor purpose) {
   for (auto&& [key, node] : root) {
     const std::string name(key.str());
     if (name == "matrix") {
@@ -374,6 +375,7 @@ ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& s
   ReadDevice(source, Section(root, "device"), cfg.device);
   ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
   ResolveStrategies(root, source, cfg);
+  if (purpose == ReadFor::kEstimate) cfg.device.type = "meta";
   return ValidateRun(std::move(cfg));
 }
 

@@ -25,15 +25,25 @@ namespace memsweep::config {
 // Parses and validates. `overrides` are "section.key=value" pairs (value in TOML syntax, bare
 // strings allowed) applied on top of the file before validation.
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// What a document is read for. kEstimate: `memsweep estimate`'s reading — [device] as the CPU
+// reads it (a CUDA cell needs no GPU on the machine that estimates it) and the strategies
+// validated on the estimate's meta device; the estimate then asks each plugin about the device
+// it stands for (core/estimate/cell_estimate.h), so a CUDA-only plugin (precision/fp16) is
+// estimated for CUDA and refused for the CPU.
+enum class ReadFor { kRun, kEstimate };
+
 // The same from text; `source` names it in messages and anchors relative paths.
 RunConfig ParseRunConfig(std::string_view text, const std::string& source,
-                         const std::vector<std::string>& overrides = {});
+                         const std::vector<std::string>& overrides = {},
+                         ReadFor purpose = ReadFor::kRun);
 
 // Parses TOML text, turning syntax errors into ConfigError("file:line:column: ...").
 toml::table ParseToml(std::string_view text, const std::string& source);
 // Reads and validates an already parsed document (e.g. one cell of an experiment matrix).
 // `source` names the file in messages and anchors relative paths.
-RunConfig RunConfigFromTable(const toml::table& root, const std::string& source);
+RunConfig RunConfigFromTable(const toml::table& root, const std::string& source,
+                             ReadFor purpose = ReadFor::kRun);
 
 // A run as validation leaves it: every strategy created once, by validation (plugins check
 // their parameters in their constructors), and the trainer gets these very instances;
@@ -48,6 +58,7 @@ struct ValidatedRun {
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
 ValidatedRun ValidateRun(RunConfig cfg);
 // RunConfigFromTable's document, validated, with its strategies (what a worker trains).
-ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source);
+ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source,
+                                   ReadFor purpose = ReadFor::kRun);
 
 }  // namespace memsweep::config

@@ -86,18 +86,19 @@ bool LacksMetaKernel(const std::string& error) {
 
 // For a CUDA target: the first plugin that refuses the CUDA device, in the words `memsweep plan`
 // uses on a machine with a GPU; "" when every plugin runs there (or the target is the CPU).
-std::string CudaRefusal(const plugin::StrategySet& strategies, c10::DeviceType target) {
-  if (target != c10::DeviceType::CUDA) return "";
+std::string TargetRefusal(const plugin::StrategySet& strategies, c10::DeviceType target) {
   for (const plugin::ActiveStrategy& strategy : strategies) {
     std::string why;
     try {
-      why = strategy.impl->DeviceRefusal(c10::kCUDA);
+      why = strategy.impl->DeviceRefusal(target);
     } catch (const std::exception& error) {
       why = error.what();
     }
     if (!why.empty()) {
-      return "[strategies." + strategy.slot + "] plugin = \"" + strategy.name +
-             "\" cannot run on the CUDA device ([device] type = \"cuda\"): " + why;
+      return "[strategies." + strategy.slot + "] plugin = \"" + strategy.name + "\" cannot run on the " +
+             (target == c10::DeviceType::CUDA ? "CUDA device ([device] type = \"cuda\")"
+                                              : "CPU device ([device] type = \"cpu\")") +
+             ": " + why;
     }
   }
   return "";
@@ -127,13 +128,15 @@ void CheckTarget(const EstimateTarget& target) {
 }
 
 void CheckCell(const experiment::Cell& cell, const EstimateTarget& target) {
-  config::RunConfigFromTable(EstimateDocument(cell, target), cell.source);
+  config::RunConfigFromTable(EstimateDocument(cell, target), cell.source,
+                             config::ReadFor::kEstimate);
 }
 
 CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target) {
   const bool cuda = StandsFor(cell, target) == "cuda";
   CellEstimate e =
-      EstimateRun(config::RunConfigFromTable(EstimateDocument(cell, target), cell.source),
+      EstimateRun(config::RunConfigFromTable(EstimateDocument(cell, target), cell.source,
+                                             config::ReadFor::kEstimate),
                   cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU, target.compute_capability);
   e.cell_index = cell.index;
   e.label = cell.Label();
@@ -174,9 +177,10 @@ CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int comp
       e.message = error.what();
       return done();
     }
-    // A CUDA cell's plugins are validated on meta tensors; the ones that cannot run on CUDA
-    // (attention/flash: memsweep's CPU kernel) are refused as `memsweep plan` would refuse them.
-    if (const std::string refusal = CudaRefusal(run.strategies, target); !refusal.empty()) {
+    // A cell's plugins are validated on meta tensors; the ones that cannot run on the device the
+    // estimate stands for (attention/flash on CUDA: memsweep's CPU kernel; precision/fp16 on the
+    // CPU) are refused as `memsweep plan` would refuse them.
+    if (const std::string refusal = TargetRefusal(run.strategies, target); !refusal.empty()) {
       e.status = EstimateStatus::kUnsupported;
       e.message = refusal;
       return done();

@@ -6,6 +6,8 @@
 #include <c10/util/Half.h>
 #include <torch/autograd.h>
 
+#include "memsweep/compute_device.h"
+
 // Every product and sum is rounded on its own, as the composite form's separate ops round them:
 // no fused multiply-add may merge them.
 #pragma GCC optimize("fp-contract=off")
@@ -121,7 +123,9 @@ class RotaryFunction : public torch::autograd::Function<RotaryFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos,
                             const at::Tensor& sin, int64_t x_dtype) {
     at::Tensor out = at::empty_like(x);
-    DispatchSame(x.scalar_type(), [&](auto tag) { Forward<decltype(tag)>(x, cos, sin, out); });
+    if (!x.is_meta()) {  // an estimate's tensors: the output's shape and bytes only
+      DispatchSame(x.scalar_type(), [&](auto tag) { Forward<decltype(tag)>(x, cos, sin, out); });
+    }
     ctx->save_for_backward({cos, sin});
     ctx->saved_data["x_dtype"] = x_dtype;
     return out;
@@ -135,7 +139,9 @@ class RotaryFunction : public torch::autograd::Function<RotaryFunction> {
     if (grad.stride(-1) != 1) grad = grad.contiguous();
     at::Tensor dx = at::empty_like(grad, grad.options().dtype(x_dtype));
     const c10::ScalarType t = grad.scalar_type();
-    if (x_dtype == t) {
+    if (grad.is_meta()) {
+      // an estimate's tensors: nothing to compute
+    } else if (x_dtype == t) {
       DispatchSame(t, [&](auto tag) {
         using T = decltype(tag);
         Backward<T, T>(grad, cos, sin, dx);
@@ -155,10 +161,15 @@ at::Tensor RotateHalf(const at::Tensor& x) {
 }
 
 // The fused kernel covers CPU tensors of shape [B, H, T, D] with a contiguous last dimension,
-// tables [B, 1, T, D], and result/x dtype pairs of one dtype or (float; bf16 or half) x.
+// tables [B, 1, T, D], and result/x dtype pairs of one dtype or (float; bf16 or half) x. An
+// estimate's meta tensors standing for the CPU take it too (shapes only), so that the estimate
+// allocates what the CPU run allocates, not the composite form's temporaries.
 bool Supported(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                c10::ScalarType result) {
-  if (!x.device().is_cpu() || !cos.device().is_cpu() || x.dim() != 4 || x.stride(3) != 1 ||
+  const bool cpu = ComputeDevice(x) == c10::DeviceType::CPU &&
+                   x.device().type() == cos.device().type() &&
+                   (x.is_cpu() || x.is_meta());
+  if (!cpu || x.dim() != 4 || x.stride(3) != 1 ||
       x.size(3) % 2 != 0) {
     return false;
   }

@@ -14,10 +14,13 @@
 #include <torch/library.h>
 
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "core/env/silent_warnings.h"
+#include "core/sdk/meta_target.h"
 
 namespace memsweep {
 namespace {
@@ -70,8 +73,101 @@ void LowerPrecision(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                      stack);
 }
 
+// Whether an argument is one autocast would cast: a floating meta tensor, not float64
+// (at::autocast::is_eligible).
+bool Eligible(const at::Tensor& t) {
+  return t.defined() && t.is_meta() && at::isFloatingType(t.scalar_type()) &&
+         t.scalar_type() != at::kDouble;
+}
+
+// The operations autocast computes in fp32 (its fp32 policy) on the device an estimate stands
+// for, by operator name and overload: CUDA's AT_FORALL_FP32 (ATen/autocast_mode.h) and the CPU's
+// own list (ATen/autocast_mode.cpp), each as far as a training step's operations reach.
+const std::unordered_set<std::string>& Fp32Operators(c10::DeviceType target) {
+  static const std::unordered_set<std::string> cuda = {
+      "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+      "reciprocal", "rsqrt", "sinh", "tan", "pow.Tensor_Scalar", "pow.Tensor_Tensor",
+      "pow.Scalar", "softplus", "layer_norm", "native_layer_norm", "group_norm",
+      "frobenius_norm.dim", "nuclear_norm", "nuclear_norm.dim", "cosine_similarity",
+      "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
+      "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+      "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+      "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm",
+      "logsumexp"};
+  static const std::unordered_set<std::string> cpu = {
+      "prod", "prod.dim_int", "cdist", "trace", "mse_loss", "cosine_embedding_loss", "nll_loss",
+      "nll_loss2d", "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss",
+      "cross_entropy_loss", "l1_loss", "huber_loss", "margin_ranking_loss", "soft_margin_loss",
+      "triplet_margin_loss", "multi_margin_loss", "kl_div", "multilabel_margin_loss",
+      "binary_cross_entropy_with_logits", "binary_cross_entropy"};
+  return target == c10::DeviceType::CUDA ? cuda : cpu;
+}
+
+std::string OperatorName(const c10::OperatorHandle& op) {
+  const c10::OperatorName& name = op.operator_name();
+  std::string out = name.name.substr(name.name.find("::") + 2);  // "aten::pow" → "pow"
+  if (!name.overload_name.empty()) out += "." + name.overload_name;
+  return out;
+}
+
+// Every eligible tensor argument of `op` in a lower precision, widened to fp32 in place on the stack.
+void WidenArguments(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto widen = [](const at::Tensor& t) {
+    return Eligible(t) && t.scalar_type() != at::kFloat ? t.to(at::kFloat) : t;
+  };
+  const size_t n = op.schema().arguments().size();
+  for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = widen(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list = v.toTensorList();
+      for (size_t j = 0; j < list.size(); ++j) list.set(j, widen(list.get(j)));
+      v = list;
+    }
+  }
+}
+
+// autocast's fp32 policy: on the target's list, every eligible argument in a lower precision is
+// computed in fp32 — cross_entropy_loss over bf16 logits under CPU autocast takes an fp32 copy of
+// them, exp of a bf16 tensor under CUDA autocast returns fp32.
+void Fp32(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(kMetaAutocastKey);
+  if (Fp32Operators(MetaDeviceTarget()).count(OperatorName(op)) > 0) WidenArguments(op, stack);
+  op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kMetaAutocastKey),
+                     stack);
+}
+
+// CUDA's fp32_set_opt_dtype policy (softmax, log_softmax, sum, cumsum, prod, the vector and
+// matrix norms): without a dtype of the caller's, the result is computed and returned in fp32
+// when the first argument is eligible — a bf16 tensor's softmax under CUDA autocast is an fp32
+// tensor, twice its bytes. (prod is on the CPU's fp32 list instead.)
+void Fp32SetOptDtype(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                     torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(kMetaAutocastKey);
+  const auto& arguments = op.schema().arguments();
+  const size_t base = stack->size() - arguments.size();
+  if (MetaDeviceTarget() == c10::DeviceType::CPU &&
+      Fp32Operators(c10::DeviceType::CPU).count(OperatorName(op)) > 0) {
+    WidenArguments(op, stack);
+  } else if (MetaDeviceTarget() == c10::DeviceType::CUDA && (*stack)[base].isTensor() &&
+             Eligible((*stack)[base].toTensor())) {
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      if (arguments[i].name() == "dtype" && (*stack)[base + i].isNone()) {
+        (*stack)[base + i] = c10::IValue(at::kFloat);
+      }
+    }
+  }
+  op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kMetaAutocastKey),
+                     stack);
+}
+
 // The operations LibTorch's CPU and CUDA autocast compute in lower precision that a training
-// step of memsweep's models reaches (ATen/autocast_mode.cpp's lists).
+// step of memsweep's models reaches (ATen/autocast_mode.cpp's lists), and the ones each computes
+// in fp32 (CUDA: ATen/autocast_mode.h's AT_FORALL_FP32 and AT_FORALL_FP32_SET_OPT_DTYPE; the
+// CPU: its losses, prod, cdist, trace). Not applied: CUDA's norm overloads that append a dtype,
+// the `promote` lists (addcmul, index_put, scatter_add; the CPU's cat and stack), whose results
+// type promotion gives anyway, and the CPU's linear-algebra, FFT and pooling entries.
 void InstallKernels() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -89,6 +185,22 @@ void InstallKernels() {
                              "_scaled_dot_product_flash_attention_for_cpu",
                              "_scaled_dot_product_efficient_attention"}) {
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&LowerPrecision>());
+    }
+    // Registered for both targets' lists; each call asks whether its operation is on the list
+    // of the device the estimate stands for.
+    std::unordered_set<std::string> fp32 = Fp32Operators(c10::DeviceType::CUDA);
+    const auto& cpu_fp32 = Fp32Operators(c10::DeviceType::CPU);
+    fp32.insert(cpu_fp32.begin(), cpu_fp32.end());
+    for (const std::string& name : fp32) {
+      // prod is on CUDA's fp32_set_opt_dtype list, below: the CPU's fp32 policy is applied there.
+      if (name.rfind("prod", 0) == 0) continue;
+      library->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&Fp32>());
+    }
+    for (const char* name :
+         {"prod", "prod.dim_int", "softmax.int", "log_softmax.int", "cumprod", "cumsum",
+          "linalg_vector_norm", "linalg_matrix_norm", "linalg_matrix_norm.str_ord", "sum",
+          "sum.dim_IntList"}) {
+      library->impl(name, torch::CppFunction::makeFromBoxedFunction<&Fp32SetOptDtype>());
     }
   });
 }

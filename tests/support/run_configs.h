@@ -22,7 +22,8 @@ inline std::string SourcePath(const std::string& relative) {
 }
 
 // `overrides` are --set style assignments, e.g. "strategies.batching.micro_batch_size=8".
-inline config::RunConfig TinyRun(int64_t steps = 6, std::vector<std::string> overrides = {}) {
+inline config::RunConfig TinyRun(int64_t steps = 6, std::vector<std::string> overrides = {},
+                                 config::ReadFor purpose = config::ReadFor::kRun) {
   const std::string text =
       "[experiment]\nname = \"test\"\nsteps = " + std::to_string(steps) +
       "\nwarmup_steps = 1\nseed = 42\n"
@@ -31,7 +32,7 @@ inline config::RunConfig TinyRun(int64_t steps = 6, std::vector<std::string> ove
       "[optimizer]\nlr = 3e-3\nlr_warmup_steps = 1\n"
       "[device]\nthreads = 2\n"
       "[strategies.batching]\nseq_len = 64\nmicro_batch_size = 4\n";
-  return config::ParseRunConfig(text, SourcePath("experiments/test.toml"), overrides);
+  return config::ParseRunConfig(text, SourcePath("experiments/test.toml"), overrides, purpose);
 }
 
 // The per-step losses of a run, for trajectory comparisons.

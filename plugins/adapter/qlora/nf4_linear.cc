@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "memsweep/compute_device.h"
+
 namespace memsweep::plugins::adapter {
 namespace {
 
@@ -78,7 +80,8 @@ class Nf4Matmul : public torch::autograd::Function<Nf4Matmul> {
 
 int64_t Nf4TileRows(const Nf4Weight& weight, const at::Tensor& x, c10::ScalarType compute) {
   const int64_t out = weight.shape[0], in = weight.shape[1];
-  if (!x.device().is_cpu() || in % kNf4Block != 0) return out;
+  // ComputeDevice: an estimate's meta tensors tile as the device they stand for does.
+  if (ComputeDevice(x) != c10::DeviceType::CPU || in % kNf4Block != 0) return out;
   const int64_t bytes_per_row = in * static_cast<int64_t>(c10::elementSize(compute));
   return std::min(out, std::max<int64_t>(64, (int64_t{1} << 19) / bytes_per_row));
 }

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "memsweep/compute_device.h"
+
 #include <limits>
 #include <stdexcept>
 
@@ -107,7 +109,8 @@ at::Tensor SdpaAttention::operator()(const at::Tensor& q, const at::Tensor& k,
           std::nullopt, /*enable_gqa=*/grouped));
     case SdpaBackend::kFlash:
       ++(*calls_)["flash"];
-      if (q.is_cpu()) {
+      // ComputeDevice: an estimate's meta tensors take the path of the device they stand for.
+      if (ComputeDevice(q) == c10::DeviceType::CPU) {
         return std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(
             q, repeated(k), repeated(v), 0.0, /*is_causal=*/!packed, optional_bias));
       }
@@ -115,6 +118,10 @@ at::Tensor SdpaAttention::operator()(const at::Tensor& q, const at::Tensor& k,
         throw std::invalid_argument(
             "sdpa backend = \"flash\" on CUDA takes no mask, and packed rows need one: use "
             "backend = \"efficient\", \"cudnn\", \"math\" or \"auto\" with packing");
+      }
+      if (q.is_meta()) {  // CUDA's flash kernel has no meta form: the CPU's keeps the same tensors
+        return std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(
+            q, repeated(k), repeated(v), 0.0, /*is_causal=*/true, std::nullopt));
       }
       return std::get<0>(at::_scaled_dot_product_flash_attention(q, repeated(k), repeated(v), 0.0,
                                                                  /*is_causal=*/true));

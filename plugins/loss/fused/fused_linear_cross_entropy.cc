@@ -51,8 +51,11 @@ class GradientSum {
   // fp32 GEMM at a fraction of their speed: the same products, summed in fp32 either way.
   void AddProduct(const at::Tensor& a_t, const at::Tensor& b) {
     const c10::ScalarType sum = sum_.scalar_type();
-    if (sum_.is_cuda() && sum == at::kFloat && a_t.scalar_type() != sum &&
-        a_t.scalar_type() == b.scalar_type() && cuda_fp32_output_gemm.load()) {
+    if (ComputeDevice(sum_) == c10::DeviceType::CUDA && sum == at::kFloat &&
+        a_t.scalar_type() != sum && a_t.scalar_type() == b.scalar_type() &&
+        cuda_fp32_output_gemm.load()) {
+      // An estimate of a CUDA run: that GEMM adds into the sum in place and allocates nothing.
+      if (sum_.is_meta()) return;
       try {
         at::addmm_out(sum_, sum_, a_t, b, at::kFloat);
         return;

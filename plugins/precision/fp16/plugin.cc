@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "loss_scaler.h"
+#include "memsweep/autocast.h"
 #include "memsweep/plugin.h"
 
 namespace {
@@ -46,7 +47,8 @@ class Fp16 final : public memsweep::PrecisionStrategy {
   // Overflowed steps are skipped; the gradients it unscales and checks are the parameters' .grad.
   bool SkipsSteps() const override { return true; }
   std::string DeviceRefusal(c10::DeviceType device) const override {
-    if (device == c10::kCUDA) return "";
+    // kMeta: memsweep estimate's shape-only device, which asks again for the device it stands for.
+    if (device == c10::kCUDA || device == c10::kMeta) return "";
     return "fp16 autocast with loss scaling is for CUDA devices; on the CPU use plugin = "
            "\"bf16-autocast\" (same 2-byte activations, fp32's exponent range, no scaling)";
   }
@@ -57,8 +59,7 @@ class Fp16 final : public memsweep::PrecisionStrategy {
       scaler_ = std::make_unique<LossScaler>(options_, ctx.device);
     } else if (stage == Stage::kForward) {
       device_ = ctx.device.type();
-      at::autocast::set_autocast_dtype(device_, at::kHalf);
-      at::autocast::set_autocast_enabled(device_, true);
+      memsweep::SetAutocast(device_, true, at::kHalf);  // CUDA's, or an estimate's meta autocast
       autocast_ = true;
     } else if (stage == Stage::kBackward && ctx.loss != nullptr && ctx.loss->defined()) {
       *ctx.loss = scaler_->Scale(*ctx.loss);
@@ -88,7 +89,7 @@ class Fp16 final : public memsweep::PrecisionStrategy {
     bool overflow = scaler_->UnscaleAndCheck(grads);
     if (ctx.comm != nullptr) {
       ctx.comm->AllReduceSum(scaler_->FoundInf());
-      overflow = scaler_->FoundInf().item<float>() > 0.0f;
+      overflow = !scaler_->FoundInf().is_meta() && scaler_->FoundInf().item<float>() > 0.0f;
     }
     ctx.skip_optimizer_step = overflow;
     if (ctx.record_step) {
@@ -100,8 +101,8 @@ class Fp16 final : public memsweep::PrecisionStrategy {
   // Also on the way out of a failed forward: autocast is process-wide state.
   void DisableAutocast() {
     if (!autocast_) return;
-    at::autocast::set_autocast_enabled(device_, false);
-    at::autocast::clear_cache();
+    memsweep::SetAutocast(device_, false, at::kHalf);
+    memsweep::ClearAutocastCache();
     autocast_ = false;
   }
 

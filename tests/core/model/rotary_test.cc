@@ -10,6 +10,9 @@
 
 #include <string>
 
+#include "core/estimate/meta_attention.h"
+#include "core/memory/meta_tracking.h"
+#include "core/memory/tracking_allocator.h"
 #include "core/model/llama.h"
 
 namespace memsweep::model {
@@ -71,6 +74,57 @@ TEST(RotaryTest, ComputesTheRotationOfOneKnownRow) {
   const at::Tensor expected =
       at::tensor({1 * 0.5f - 3 * 2.0f, 2 * 0.5f - 4 * 2.0f, 3 * 0.5f + 1 * 2.0f, 4 * 0.5f + 2 * 2.0f});
   EXPECT_TRUE(at::equal(ApplyRotary(x, cos, sin).view({4}), expected));
+}
+
+// What one forward and backward of the fused rotary allocates: (allocations, peak above the
+// start) through the tracking allocator.
+std::pair<int64_t, int64_t> AllocationsOfOneStep(const at::Tensor& storage, const at::Tensor& cos,
+                                                 const at::Tensor& sin, const at::Tensor& grad) {
+  memory::TrackingAllocator& tracker = memory::TrackingAllocator::Instance();
+  const at::Tensor x = storage.transpose(1, 2).requires_grad_(true);
+  tracker.ResetCounts();
+  tracker.ResetPeak();
+  const int64_t start = tracker.AllocatedBytes();
+  {
+    const at::Tensor out = ApplyRotary(x, cos, sin);
+    out.backward(grad);
+  }
+  return {tracker.Counters().allocations, tracker.PeakAllocatedBytes() - start};
+}
+
+// memsweep estimate runs the model on meta tensors standing for the CPU (docs/estimate.md): the
+// rotary takes the fused kernel's path there too, shapes only, so the estimate allocates what the
+// CPU run allocates — not the composite form's five temporaries per call, which had moved the
+// emulated caching allocator's blocks (experiments/fragmentation.toml: reserved one 2 MiB block
+// off in five of seven cells).
+TEST(RotaryTest, AnEstimateOnMetaTensorsAllocatesWhatTheCpuKernelAllocates) {
+  memory::TrackingAllocator::Install();
+  memory::InstallMetaTracking();
+  estimate::SetMetaTarget(c10::DeviceType::CPU);
+  const int64_t b = 2, t = 64, h = 4, d = 32;
+  LlamaConfig config;
+  config.hidden_size = h * d;
+  config.num_attention_heads = h;
+  config.num_key_value_heads = h;
+  const at::Tensor positions = at::arange(t, at::kLong).unsqueeze(0).expand({b, t}).contiguous();
+  for (const c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    auto [cos, sin] = RotaryTables(positions, config, at::kFloat);
+    const at::Tensor storage = at::randn({b, t, h, d}).to(dtype);
+    const at::Tensor grad = at::randn({b, h, t, d});
+    const auto cpu = AllocationsOfOneStep(storage, cos, sin, grad);
+    const at::Device meta(c10::DeviceType::Meta);
+    const auto estimated =
+        AllocationsOfOneStep(storage.to(meta), cos.to(meta), sin.to(meta), grad.to(meta));
+    EXPECT_EQ(estimated, cpu) << c10::toString(dtype);
+    // The composite form, for scale: what an estimate allocated before.
+    memory::TrackingAllocator& tracker = memory::TrackingAllocator::Instance();
+    tracker.ResetCounts();
+    {
+      const at::Tensor x = storage.to(meta).transpose(1, 2).requires_grad_(true);
+      ApplyRotaryComposite(x, cos.to(meta), sin.to(meta)).backward(grad.to(meta));
+    }
+    EXPECT_GT(tracker.Counters().allocations, cpu.first + 4) << c10::toString(dtype);
+  }
 }
 
 }  // namespace

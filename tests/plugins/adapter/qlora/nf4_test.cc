@@ -9,6 +9,8 @@
 #include <torch/autograd.h>
 
 #include "adapter/qlora/nf4_linear.h"
+#include "core/estimate/meta_attention.h"
+#include "core/memory/meta_tracking.h"
 #include "core/memory/storage_bytes.h"
 #include "core/memory/tracking_allocator.h"
 
@@ -83,6 +85,39 @@ TEST(Nf4Test, TheCpuProductNeverHoldsTheWholeDequantisedWeight) {
   std::printf("NF4 product peak %lld bytes, the whole dequantised weight %lld\n",
               static_cast<long long>(peak), static_cast<long long>(whole));
   EXPECT_LT(peak, whole / 4);
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{4, 4096}));
+}
+
+Nf4Weight OnMeta(const Nf4Weight& q) {
+  const at::Device meta(c10::DeviceType::Meta);
+  Nf4Weight m = q;
+  m.codes = q.codes.to(meta);
+  if (q.absmax_codes.defined()) m.absmax_codes = q.absmax_codes.to(meta);
+  m.absmax_scales = q.absmax_scales.to(meta);
+  if (q.offset.defined()) m.offset = q.offset.to(meta);
+  return m;
+}
+
+// memsweep estimate's meta tensors tile as the device they stand for (memsweep/compute_device.h):
+// the CPU's tiles for an estimate of a CPU run — before, an estimate dequantised the whole weight
+// at once, a transient of the weight's size the CPU run never holds — and every row for CUDA.
+TEST(Nf4Test, AnEstimateTilesAsTheDeviceItStandsFor) {
+  memory::TrackingAllocator::Install();
+  memory::InstallMetaTracking();
+  auto& tracker = memory::TrackingAllocator::Instance();
+  const Nf4Weight q = QuantizeNf4(at::randn({4096, 2048}) * 0.02);
+  const Nf4Weight meta_q = OnMeta(q);
+  const at::Tensor x = at::empty({4, 2048}, at::TensorOptions().dtype(at::kBFloat16).device(at::kMeta));
+  const int64_t cpu_tile = Nf4TileRows(q, at::randn({4, 2048}, at::kBFloat16), at::kBFloat16);
+  ASSERT_LT(cpu_tile, 4096);
+  estimate::SetMetaTarget(c10::DeviceType::CUDA);
+  EXPECT_EQ(Nf4TileRows(meta_q, x, at::kBFloat16), 4096);
+  estimate::SetMetaTarget(c10::DeviceType::CPU);
+  EXPECT_EQ(Nf4TileRows(meta_q, x, at::kBFloat16), cpu_tile);
+  tracker.ResetPeak();
+  const int64_t before = tracker.AllocatedBytes();
+  const at::Tensor y = Nf4Linear(x, meta_q, at::kBFloat16);
+  EXPECT_LT(tracker.PeakAllocatedBytes() - before, 4096 * 2048 * 2 / 4);
   EXPECT_EQ(y.sizes(), (std::vector<int64_t>{4, 4096}));
 }
 

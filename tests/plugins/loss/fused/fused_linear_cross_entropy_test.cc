@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/estimate/meta_attention.h"
+#include "core/memory/meta_tracking.h"
+#include "core/memory/tracking_allocator.h"
 #include "loss/fused/fused_linear_cross_entropy.h"
 #include "memsweep/batch.h"
 #include "memsweep/loss.h"
@@ -250,6 +253,35 @@ TEST(FusedLinearCrossEntropyTest, Bf16WeightGradientIsWithinItsRoundingBoundWith
       if (o.fp32_accumulation) EXPECT_EQ(outside, 0);
     }
   }
+}
+
+// An estimate (meta tensors, docs/estimate.md) takes the path of the device it stands for: for the
+// CPU, the fp32 sum of the hidden states' gradient takes each block's operands upcast (two fp32
+// copies per block); for CUDA, a GEMM with an fp32 output adds into the sum and allocates nothing —
+// the estimate of a CUDA run had counted the CPU's copies.
+TEST(FusedLinearCrossEntropyTest, AnEstimateOfACudaRunTakesNoUpcastCopiesForTheFp32Sum) {
+  memory::TrackingAllocator::Install();
+  memory::InstallMetaTracking();
+  auto& tracker = memory::TrackingAllocator::Instance();
+  const at::TensorOptions meta = at::TensorOptions().device(at::kMeta).dtype(at::kBFloat16);
+  const at::Tensor hidden = at::empty({kRows, kTokens, kHidden}, meta).requires_grad_(true);
+  model::LinearLayer head;
+  head.weight = at::empty({kVocab, kHidden}, meta).requires_grad_(true);
+  const at::Tensor targets = at::zeros({kRows, kTokens}, meta.dtype(at::kLong));
+  FusedLossOptions o;
+  o.chunk_tokens = 8;
+  o.order = FusedOrder::kVocab;
+  const int64_t block = VocabBlockRows(kRows * kTokens, kVocab, o.chunk_tokens);
+  const int64_t blocks = (kVocab + block - 1) / block;
+  int64_t allocations[2] = {0, 0};
+  for (const c10::DeviceType target : {c10::DeviceType::CPU, c10::DeviceType::CUDA}) {
+    estimate::SetMetaTarget(target);
+    tracker.ResetCounts();
+    FusedLinearCrossEntropy(model::LossInputs{hidden, &head, targets, 10.0}, o);
+    allocations[target == c10::DeviceType::CUDA] = tracker.Counters().allocations;
+  }
+  estimate::SetMetaTarget(c10::DeviceType::CPU);
+  EXPECT_EQ(allocations[0] - allocations[1], 2 * blocks);
 }
 
 TEST(FusedLinearCrossEntropyTest, AutoCutsTheVocabularyOnlyWhereItSavesTheHeadSizedFp32Sum) {
