@@ -1,5 +1,6 @@
 // Sweeps on a CUDA device through the memsweep binary, as users run them: a cell that runs out of
-// GPU memory and a cell whose kernel faults (device-side assert) end only themselves; the real
+// GPU memory, a cell whose kernel faults (device-side assert, illegal memory access) and a cell
+// that leaves the GPU full end only themselves; the real
 // allocator's expandable_segments lowers fragmentation where sequence lengths vary.
 #include <gtest/gtest.h>
 
@@ -55,6 +56,37 @@ TEST_F(GpuSweep, AnOomCellAndAFaultingCellEndOnlyThemselves) {
   EXPECT_FALSE(rows.rows[1][2].value_or("").empty());
   EXPECT_EQ(rows.rows[2][1].value_or(""), "oom") << rows.rows[2][2].value_or("");
   EXPECT_NE(rows.rows[2][2].value_or("").find("out of memory"), std::string::npos);
+}
+
+// An illegal memory access (a sticky CUDA error: the faulting process's context is unusable from
+// then on) and a cell that ends holding every byte of the GPU it could take end only themselves:
+// each cell is a process of its own, so the next cell on the same GPU starts with the memory it
+// should — its peaks equal those of the same cell run first.
+TEST_F(GpuSweep, AnIllegalAccessAndACellThatFillsTheGpuEndOnlyThemselves) {
+  const fs::path dir = FreshTempDir("gpu_faults_more");
+  const fs::path file = WriteExperiment(
+      dir, "faults",
+      "[strategies.batching]\nseq_len = 64\nmicro_batch_size = 4\n"
+      "[strategies.sharding]\nplugin = \"fixture-chaos\"\nat_step = 3\n"
+      "[matrix]\n\"strategies.sharding.action\" = "
+      "[\"none\", \"illegal_address\", \"none\", \"fill_device\", \"none\"]\n");
+  const fs::path db = dir / "r.db";
+  const Outcome out =
+      RunMemsweep("run " + file.string() + " --db " + db.string() + " --cell-timeout 300");
+  const results::QueryResult rows = Query(
+      db, "SELECT status, error, peak_allocated_bytes, peak_reserved_bytes FROM run_summary "
+          "ORDER BY cell_index");
+  ASSERT_EQ(rows.rows.size(), 5u) << out.output;
+  EXPECT_EQ(rows.rows[1][0].value_or(""), "failed") << rows.rows[1][1].value_or("");
+  EXPECT_NE(rows.rows[1][1].value_or("").find("illegal memory access"), std::string::npos)
+      << rows.rows[1][1].value_or("");
+  // The filling cell acts at the end of its last step: it ends well, holding the memory.
+  EXPECT_EQ(rows.rows[3][0].value_or(""), "ok") << rows.rows[3][1].value_or("");
+  for (size_t cell : {0u, 2u, 4u}) {
+    ASSERT_EQ(rows.rows[cell][0].value_or(""), "ok") << cell << ": " << rows.rows[cell][1].value_or("");
+    EXPECT_EQ(rows.rows[cell][2], rows.rows[0][2]) << "cell " << cell << ": peak allocated";
+    EXPECT_EQ(rows.rows[cell][3], rows.rows[0][3]) << "cell " << cell << ": peak reserved";
+  }
 }
 
 TEST_F(GpuSweep, ExpandableSegmentsLowerFragmentationWhereLengthsVary) {
