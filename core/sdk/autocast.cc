@@ -103,13 +103,6 @@ const std::unordered_set<std::string>& Fp32Operators(c10::DeviceType target) {
   return target == c10::DeviceType::CUDA ? cuda : cpu;
 }
 
-std::string OperatorName(const c10::OperatorHandle& op) {
-  const c10::OperatorName& name = op.operator_name();
-  std::string out = name.name.substr(name.name.find("::") + 2);  // "aten::pow" → "pow"
-  if (!name.overload_name.empty()) out += "." + name.overload_name;
-  return out;
-}
-
 // Every eligible tensor argument of `op` in a lower precision, widened to fp32 in place on the stack.
 void WidenArguments(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto widen = [](const at::Tensor& t) {
@@ -130,10 +123,13 @@ void WidenArguments(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 // autocast's fp32 policy: on the target's list, every eligible argument in a lower precision is
 // computed in fp32 — cross_entropy_loss over bf16 logits under CPU autocast takes an fp32 copy of
-// them, exp of a bf16 tensor under CUDA autocast returns fp32.
+// them, exp of a bf16 tensor under CUDA autocast returns fp32. One instance per combination of
+// lists the operation is on, chosen when the kernels are registered.
+template <bool kOnCudaList, bool kOnCpuList>
 void Fp32(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(kMetaAutocastKey);
-  if (Fp32Operators(MetaDeviceTarget()).count(OperatorName(op)) > 0) WidenArguments(op, stack);
+  const bool cuda = MetaDeviceTarget() == c10::DeviceType::CUDA;
+  if (cuda ? kOnCudaList : kOnCpuList) WidenArguments(op, stack);
   op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kMetaAutocastKey),
                      stack);
 }
@@ -142,13 +138,13 @@ void Fp32(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::S
 // matrix norms): without a dtype of the caller's, the result is computed and returned in fp32
 // when the first argument is eligible — a bf16 tensor's softmax under CUDA autocast is an fp32
 // tensor, twice its bytes. (prod is on the CPU's fp32 list instead.)
+template <bool kOnCpuList>
 void Fp32SetOptDtype(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                      torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(kMetaAutocastKey);
   const auto& arguments = op.schema().arguments();
   const size_t base = stack->size() - arguments.size();
-  if (MetaDeviceTarget() == c10::DeviceType::CPU &&
-      Fp32Operators(c10::DeviceType::CPU).count(OperatorName(op)) > 0) {
+  if (kOnCpuList && MetaDeviceTarget() == c10::DeviceType::CPU) {
     WidenArguments(op, stack);
   } else if (MetaDeviceTarget() == c10::DeviceType::CUDA && (*stack)[base].isTensor() &&
              Eligible((*stack)[base].toTensor())) {
@@ -186,21 +182,26 @@ void InstallKernels() {
                              "_scaled_dot_product_efficient_attention"}) {
       library->impl(name, torch::CppFunction::makeFromBoxedFunction<&LowerPrecision>());
     }
-    // Registered for both targets' lists; each call asks whether its operation is on the list
-    // of the device the estimate stands for.
-    std::unordered_set<std::string> fp32 = Fp32Operators(c10::DeviceType::CUDA);
+    // Registered for both targets' lists; each kernel knows which lists its operation is on.
+    const auto& cuda_fp32 = Fp32Operators(c10::DeviceType::CUDA);
     const auto& cpu_fp32 = Fp32Operators(c10::DeviceType::CPU);
+    std::unordered_set<std::string> fp32 = cuda_fp32;
     fp32.insert(cpu_fp32.begin(), cpu_fp32.end());
     for (const std::string& name : fp32) {
-      // prod is on CUDA's fp32_set_opt_dtype list, below: the CPU's fp32 policy is applied there.
-      if (name.rfind("prod", 0) == 0) continue;
-      library->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&Fp32>());
+      if (name.rfind("prod", 0) == 0) continue;  // CUDA's fp32_set_opt_dtype list, below
+      const bool on_cuda = cuda_fp32.count(name) > 0, on_cpu = cpu_fp32.count(name) > 0;
+      library->impl(name.c_str(),
+                    on_cuda && on_cpu ? torch::CppFunction::makeFromBoxedFunction<&Fp32<true, true>>()
+                    : on_cuda         ? torch::CppFunction::makeFromBoxedFunction<&Fp32<true, false>>()
+                                      : torch::CppFunction::makeFromBoxedFunction<&Fp32<false, true>>());
     }
     for (const char* name :
          {"prod", "prod.dim_int", "softmax.int", "log_softmax.int", "cumprod", "cumsum",
           "linalg_vector_norm", "linalg_matrix_norm", "linalg_matrix_norm.str_ord", "sum",
           "sum.dim_IntList"}) {
-      library->impl(name, torch::CppFunction::makeFromBoxedFunction<&Fp32SetOptDtype>());
+      library->impl(name, cpu_fp32.count(name) > 0
+                              ? torch::CppFunction::makeFromBoxedFunction<&Fp32SetOptDtype<true>>()
+                              : torch::CppFunction::makeFromBoxedFunction<&Fp32SetOptDtype<false>>());
     }
   });
 }
