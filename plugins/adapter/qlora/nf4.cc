@@ -10,6 +10,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "memsweep/compute_device.h"
+
 namespace memsweep::plugins::adapter {
 namespace {
 
@@ -52,9 +54,33 @@ at::Tensor Rescale(const at::Tensor& values, const at::Tensor& scales, int64_t b
                   values.narrow(0, full, n - full) * scales[blocks]});
 }
 
+// A meta tensor of `table`'s shape whose storage no allocator handed out (meta tensors are
+// never read): it stands for the CPU table itself in an estimate of a CPU run, where the run
+// uses the table as it is and allocates no copy.
+at::Tensor MetaAlias(const at::Tensor& table) {
+  // LibTorch's meta set_ asks for a resizable storage, which needs an allocator; it only records
+  // the size, so this one is never called.
+  struct NoAllocator final : c10::Allocator {
+    c10::DataPtr allocate(size_t) override {
+      throw std::logic_error("qlora: a meta table alias was asked to allocate");
+    }
+    void copy_data(void*, const void*, std::size_t) const override {}
+  };
+  static NoAllocator no_allocator;
+  const c10::Device meta(c10::DeviceType::Meta);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), table.nbytes(), c10::DataPtr(nullptr, meta),
+                       &no_allocator, /*resizable=*/true);
+  return at::empty({0}, table.options().device(meta))
+      .set_(storage, 0, table.sizes(), table.strides());
+}
+
 // `table` on `device`, copied there once per device: the products ask for it at every tile.
 at::Tensor OnDevice(const at::Tensor& table, const c10::Device& device) {
   if (device.is_cpu()) return table;
+  if (device.is_meta()) {
+    at::Tensor alias = MetaAlias(table);
+    if (memsweep::ComputeDevice(alias) == c10::DeviceType::CPU) return alias;
+  }
   static std::mutex mutex;
   static std::map<std::pair<const void*, std::string>, at::Tensor> copies;
   std::lock_guard<std::mutex> lock(mutex);
