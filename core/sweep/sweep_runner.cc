@@ -357,8 +357,10 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     if (!options.progress_line) spdlog::info("[{}/{}] {}", i + 1, summary.cells, label);
     progress.CellStarted(static_cast<int64_t>(i), label);
 
-    // A CPU cell is estimated before its worker starts (the estimate's target is known: the
-    // CPU), and not started when its workers would need more host memory than is available.
+    // Every cell is estimated before its worker starts, and not started when its workers would
+    // need more host memory than is available (a CUDA cell's offloaded state is host memory
+    // too). A CPU cell keeps that estimate; a CUDA cell's figures are estimated again after its
+    // worker, for the GPU it ran on (EstimateAfter).
     // Ctrl-C while the cell is estimated or runs: the cell goes back to 'pending'.
     const auto give_back = [&] {
       try {
@@ -371,7 +373,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     };
     const std::string estimate_stderr = paths.stderr_file.string() + ".estimate";
     std::optional<nlohmann::json> estimate;
-    if (options.estimate && RunsOnTheCpu(cell)) {
+    if (options.estimate) {
       estimate = EstimateRow(cell, estimate::EstimateTarget{}, self, paths.cell.string(),
                              estimate_stderr, options.cell_timeout_seconds, options.stop);
       if (options.stop != nullptr && options.stop->load()) {

@@ -4,6 +4,7 @@
 // allocator's expandable_segments lowers fragmentation where sequence lengths vary.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -87,6 +88,35 @@ TEST_F(GpuSweep, AnIllegalAccessAndACellThatFillsTheGpuEndOnlyThemselves) {
     EXPECT_EQ(rows.rows[cell][2], rows.rows[0][2]) << "cell " << cell << ": peak allocated";
     EXPECT_EQ(rows.rows[cell][3], rows.rows[0][3]) << "cell " << cell << ": peak reserved";
   }
+}
+
+// A CUDA cell is estimated before its worker starts too, and not started when its workers need
+// more host memory than there is (MEMSWEEP_HOST_MEMORY stands for a smaller machine: 1 MiB is
+// less than any process); without the cap it runs, and its stored estimate is the one made after
+// its worker, for the GPU it ran on (cuBLAS workspaces counted).
+TEST_F(GpuSweep, ACudaCellNeedingMoreHostMemoryThanThereIsIsNotStarted) {
+  const fs::path dir = FreshTempDir("gpu_host_short");
+  const fs::path file = WriteExperiment(dir, "host_short",
+                                        "[strategies.batching]\nseq_len = 64\nmicro_batch_size = 4\n");
+  const fs::path db = dir / "r.db";
+  setenv("MEMSWEEP_HOST_MEMORY", "1MiB", 1);
+  const Outcome short_run = RunMemsweep("run " + file.string() + " --db " + db.string());
+  unsetenv("MEMSWEEP_HOST_MEMORY");
+  EXPECT_EQ(short_run.exit_code, 3) << short_run.output;
+  results::QueryResult rows = Query(db, "SELECT status, error, peak_allocated_bytes FROM run_summary");
+  ASSERT_EQ(rows.rows.size(), 1u) << short_run.output;
+  EXPECT_EQ(rows.rows[0][0].value_or(""), "failed");
+  EXPECT_EQ(rows.rows[0][1].value_or("").rfind("not started: its workers need at least ", 0), 0u)
+      << rows.rows[0][1].value_or("");
+  EXPECT_FALSE(rows.rows[0][2].has_value());  // no worker ran
+  const Outcome run = RunMemsweep("run " + file.string() + " --db " + db.string() +
+                                  " --rerun failed");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  rows = Query(db, "SELECT status, estimate_status, estimated_peak_allocated_bytes FROM run_summary");
+  ASSERT_EQ(rows.rows.size(), 1u);
+  EXPECT_EQ(rows.rows[0][0].value_or(""), "ok");
+  EXPECT_FALSE(rows.rows[0][1].value_or("").empty());
+  EXPECT_TRUE(rows.rows[0][2].has_value());
 }
 
 TEST_F(GpuSweep, ExpandableSegmentsLowerFragmentationWhereLengthsVary) {
