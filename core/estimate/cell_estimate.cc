@@ -84,8 +84,8 @@ bool LacksMetaKernel(const std::string& error) {
          error.find("no fake impl or Meta kernel") != std::string::npos;
 }
 
-// For a CUDA target: the first plugin that refuses the CUDA device, in the words `memsweep plan`
-// uses on a machine with a GPU; "" when every plugin runs there (or the target is the CPU).
+// The first plugin that refuses the device the estimate stands for, in the words `memsweep plan`
+// uses on a machine with that device; "" when every plugin runs there.
 std::string TargetRefusal(const plugin::StrategySet& strategies, c10::DeviceType target) {
   for (const plugin::ActiveStrategy& strategy : strategies) {
     std::string why;
