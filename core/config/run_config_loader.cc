@@ -375,8 +375,7 @@ ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& s
   ReadDevice(source, Section(root, "device"), cfg.device);
   ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
   ResolveStrategies(root, source, cfg);
-  if (purpose == ReadFor::kEstimate) cfg.device.type = "meta";
-  return ValidateRun(std::move(cfg));
+  return ValidateRun(std::move(cfg), purpose);
 }
 
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides) {
@@ -425,7 +424,7 @@ AdapterPlan CheckAdapter(const RunConfig& cfg, const plugin::StrategySet& strate
 
 }  // namespace
 
-ValidatedRun ValidateRun(RunConfig cfg) {
+ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose) {
   const std::string at = cfg.source.empty() ? std::string("config: ") : cfg.source + ": ";
   const model::LlamaConfig& m = cfg.model.llama;
   if (auto problem = m.Problem()) throw ConfigError(at + "[model]: " + *problem);
@@ -437,7 +436,10 @@ ValidatedRun ValidateRun(RunConfig cfg) {
   const c10::DeviceType device = cfg.device.type == "cuda"   ? c10::kCUDA
                                  : cfg.device.type == "meta" ? c10::kMeta
                                                              : c10::kCPU;
+  // An estimate asks them itself, about the meta device and the device it stands for, and
+  // reports a refusal as its cell's `unsupported` (core/estimate/cell_estimate.h).
   for (const plugin::ActiveStrategy& strategy : strategies) {
+    if (purpose == ReadFor::kEstimate) break;
     std::string why;
     try {
       why = strategy.impl->DeviceRefusal(device);

@@ -27,10 +27,10 @@ namespace memsweep::config {
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // What a document is read for. kEstimate: `memsweep estimate`'s reading — [device] as the CPU
-// reads it (a CUDA cell needs no GPU on the machine that estimates it) and the strategies
-// validated on the estimate's meta device; the estimate then asks each plugin about the device
-// it stands for (core/estimate/cell_estimate.h), so a CUDA-only plugin (precision/fp16) is
-// estimated for CUDA and refused for the CPU.
+// reads it (a CUDA cell needs no GPU on the machine that estimates it), and the plugins not asked
+// about that device: the estimate asks each about the meta device and the device it stands for
+// itself, and a refusal makes its cell `unsupported` (core/estimate/cell_estimate.h) — so a
+// CUDA-only plugin (precision/fp16) is estimated for CUDA and refused for the CPU.
 enum class ReadFor { kRun, kEstimate };
 
 // The same from text; `source` names it in messages and anchors relative paths.
@@ -56,7 +56,7 @@ struct ValidatedRun {
   AdapterPlan adapter;
 };
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
-ValidatedRun ValidateRun(RunConfig cfg);
+ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose = ReadFor::kRun);
 // RunConfigFromTable's document, validated, with its strategies (what a worker trains).
 ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source,
                                    ReadFor purpose = ReadFor::kRun);

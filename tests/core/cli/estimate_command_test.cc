@@ -157,4 +157,23 @@ TEST(EstimateCommandTest, AnUnknownGpuOrABadSizeExitsTwoListingTheNames) {
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
 }
 
+// A plugin that cannot run on the device a cell's estimate stands for makes the cell
+// `unsupported`, with plan's words — a cell the estimate cannot run, not bad input (exit 0):
+// precision/fp16 (CUDA only) in the CPU quickstart. In a CUDA cell it is estimated
+// (EstimateTest.AnFp16CellIsEstimatedForCudaAndRefusedForTheCpu).
+TEST(EstimateCommandTest, ACellWhosePluginRefusesItsDeviceIsUnsupportedNotBadInput) {
+  const Outcome out = RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") +
+                                  " --format csv --set experiment.steps=1 "
+                                  "--set 'strategies.precision.plugin=\"fp16\"'");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto rows = Rows(out.output);
+  ASSERT_EQ(rows.size(), 4u) << out.output;
+  for (const auto& row : rows) {
+    ASSERT_GE(row.size(), 3u) << out.output;
+    EXPECT_EQ(row[2], "unsupported") << out.output;
+  }
+  EXPECT_NE(out.output.find("cannot run on the CPU device"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("bf16-autocast"), std::string::npos) << out.output;
+}
+
 }  // namespace
