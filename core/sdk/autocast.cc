@@ -103,6 +103,15 @@ const std::unordered_set<std::string>& Fp32Operators(c10::DeviceType target) {
   return target == c10::DeviceType::CUDA ? cuda : cpu;
 }
 
+// CUDA's fp32_set_opt_dtype list (AT_FORALL_FP32_SET_OPT_DTYPE), as far as a training step reaches.
+const std::unordered_set<std::string>& Fp32SetOptDtypeOperators() {
+  static const std::unordered_set<std::string> names = {
+      "prod", "prod.dim_int", "softmax.int", "log_softmax.int", "cumprod", "cumsum",
+      "linalg_vector_norm", "linalg_matrix_norm", "linalg_matrix_norm.str_ord", "sum",
+      "sum.dim_IntList"};
+  return names;
+}
+
 // Every eligible tensor argument of `op` in a lower precision, widened to fp32 in place on the stack.
 void WidenArguments(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto widen = [](const at::Tensor& t) {
@@ -188,18 +197,17 @@ void InstallKernels() {
     std::unordered_set<std::string> fp32 = cuda_fp32;
     fp32.insert(cpu_fp32.begin(), cpu_fp32.end());
     for (const std::string& name : fp32) {
-      if (name.rfind("prod", 0) == 0) continue;  // CUDA's fp32_set_opt_dtype list, below
+      // An operation on both policies' lists (prod) takes the set-opt-dtype kernel, below,
+      // which applies the CPU's fp32 policy for a CPU target.
+      if (Fp32SetOptDtypeOperators().count(name) > 0) continue;
       const bool on_cuda = cuda_fp32.count(name) > 0, on_cpu = cpu_fp32.count(name) > 0;
       library->impl(name.c_str(),
                     on_cuda && on_cpu ? torch::CppFunction::makeFromBoxedFunction<&Fp32<true, true>>()
                     : on_cuda         ? torch::CppFunction::makeFromBoxedFunction<&Fp32<true, false>>()
                                       : torch::CppFunction::makeFromBoxedFunction<&Fp32<false, true>>());
     }
-    for (const char* name :
-         {"prod", "prod.dim_int", "softmax.int", "log_softmax.int", "cumprod", "cumsum",
-          "linalg_vector_norm", "linalg_matrix_norm", "linalg_matrix_norm.str_ord", "sum",
-          "sum.dim_IntList"}) {
-      library->impl(name, cpu_fp32.count(name) > 0
+    for (const std::string& name : Fp32SetOptDtypeOperators()) {
+      library->impl(name.c_str(), cpu_fp32.count(name) > 0
                               ? torch::CppFunction::makeFromBoxedFunction<&Fp32SetOptDtype<true>>()
                               : torch::CppFunction::makeFromBoxedFunction<&Fp32SetOptDtype<false>>());
     }
