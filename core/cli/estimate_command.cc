@@ -62,6 +62,9 @@ std::string Verdict(const nlohmann::json& j) {
     return text;
   }
   if (status == "estimated") return "no device size (give --device NAME|SIZE)";
+  if (status == "oom" && j.value("marginal", false)) {
+    return Str(j, "message") + "; marginal: a card 1 % larger fits it, a real allocator may";
+  }
   return Str(j, "message");
 }
 
@@ -150,7 +153,7 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       "grads_bytes", "optimizer_bytes", "activations_bytes", "saved_activations_bytes",
       "peak_stage", "peak_step", "largest_allocation_bytes", "largest_allocation_what",
       "largest_allocation_stage", "blas_workspaces", "blas_workspace_bytes", "headroom_bytes",
-      "marginal", "oom_requested_bytes", "oom_stage", "world_size", "host_pool_peak_bytes",
+      "marginal", "oom_requested_bytes", "oom_short_bytes", "oom_stage", "world_size", "host_pool_peak_bytes",
       "host_bytes", "host_available_bytes", "host_short", "message", "seconds"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];

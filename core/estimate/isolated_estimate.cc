@@ -81,6 +81,10 @@ nlohmann::json EstimateToJson(const CellEstimate& e) {
   if (e.run.oom) {
     j["oom_requested_bytes"] = e.run.oom->requested_bytes;
     j["oom_stage"] = e.run.oom->stage;
+    if (e.status == EstimateStatus::kOom) {
+      j["oom_short_bytes"] = e.run.oom->short_bytes;  // the failing request's shortfall
+      j["marginal"] = e.marginal_oom;                 // a card 1 % larger fits the whole run
+    }
   }
   return j;
 }

@@ -196,6 +196,7 @@ void TrackingAllocator::Charge(int64_t nbytes, int64_t requested_bytes) const {
     event.budget_bytes = budget;
     event.allocated_bytes = AllocatedBytes();
     event.reserved_bytes = reserved;
+    event.short_bytes = reserved + nbytes - budget;
     event.stage = Stage();
     std::ostringstream msg;
     msg << "memsweep device out of memory. Tried to allocate " << FormatBytes(requested_bytes)

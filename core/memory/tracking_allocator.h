@@ -40,6 +40,9 @@ struct OomEvent {
   int64_t budget_bytes = 0;
   int64_t allocated_bytes = 0;
   int64_t reserved_bytes = 0;
+  // How far the budget fell short of the request: reserved + the bytes the backend asked to
+  // reserve for it (a whole segment under a caching backend) - budget. 0 where not known (CUDA).
+  int64_t short_bytes = 0;
   std::string stage;
   std::string message;
 };

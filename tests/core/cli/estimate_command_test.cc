@@ -109,6 +109,34 @@ TEST(EstimateCommandTest, AFitWithinOnePercentOfTheCardIsMarginal) {
   }
 }
 
+// The mirror for a card too small: an oom that a card 1 % larger would fit (the estimate runs the
+// cell again at that size) is flagged marginal; one 5 % short is not. Cards below the peak
+// allocated bytes, so that every allocator runs out.
+TEST(EstimateCommandTest, AnOomThatACardOnePercentLargerWouldFitIsMarginal) {
+  const std::string file = SourcePath("experiments/quickstart.toml");
+  const Outcome first = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const long long allocated = std::stoll(Rows(first.output).at(0).at(6));
+  for (const long long missing : {allocated / 200, allocated / 20}) {
+    const std::string device = std::to_string(allocated - missing);
+    const Outcome csv = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1 "
+                                    "--device " + device);
+    ASSERT_EQ(csv.exit_code, 0) << csv.output;
+    const std::vector<std::string> row = Rows(csv.output).at(0);
+    ASSERT_GE(row.size(), 26u) << csv.output;
+    EXPECT_EQ(row[2], "oom") << csv.output;
+    const bool marginal = missing == allocated / 200;
+    EXPECT_EQ(row[23], marginal ? "true" : "false") << "missing " << missing;
+    // The failing request's shortfall: above 0, at most what the card misses of the peak.
+    const long long short_bytes = std::stoll(row[25]);
+    EXPECT_GT(short_bytes, 0);
+    EXPECT_LE(short_bytes, missing);
+    const Outcome table = RunMemsweep("estimate " + file + " --set experiment.steps=1 --device " + device);
+    EXPECT_EQ(table.output.find("marginal: a card 1 % larger fits it") != std::string::npos, marginal)
+        << table.output;
+  }
+}
+
 TEST(EstimateCommandTest, ATableWithTheVerdictAgainstANamedGpu) {
   const Outcome out =
       RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") + " --device a10g");
