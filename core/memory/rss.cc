@@ -1,5 +1,7 @@
 #include "core/memory/rss.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -36,6 +38,27 @@ int64_t HostAvailableBytes() {
     return *bytes;
   }
   return ReadKib("/proc/meminfo", "MemAvailable:");
+}
+
+HeapReading ReadHeap() {
+  HeapReading r;
+  r.resident_bytes = ReadKib("/proc/self/status", "VmRSS:");
+  r.resident_anon_bytes = ReadKib("/proc/self/status", "RssAnon:");
+  r.resident_file_bytes = ReadKib("/proc/self/status", "RssFile:");
+  const struct mallinfo2 info = mallinfo2();
+  r.heap_bytes = static_cast<int64_t>(info.arena);
+  r.heap_in_use_bytes = static_cast<int64_t>(info.uordblks);
+  r.heap_free_bytes = static_cast<int64_t>(info.fordblks);
+  r.mmapped_bytes = static_cast<int64_t>(info.hblkhd);
+  return r;
+}
+
+std::string DescribeHeap(const HeapReading& r) {
+  return "resident " + FormatBytes(r.resident_bytes) + " (anonymous " +
+         FormatBytes(r.resident_anon_bytes) + ", files " + FormatBytes(r.resident_file_bytes) +
+         "); glibc heap " + FormatBytes(r.heap_bytes) + " (" + FormatBytes(r.heap_in_use_bytes) +
+         " in use, " + FormatBytes(r.heap_free_bytes) + " free), mmapped " +
+         FormatBytes(r.mmapped_bytes);
 }
 
 bool ResetPeakRss() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace memsweep::memory {
 
@@ -23,5 +24,22 @@ bool ResetPeakRss();
 // GPU), else MemAvailable from /proc/meminfo (0 if unavailable). Throws std::invalid_argument,
 // naming the variable, for a value that is no size.
 int64_t HostAvailableBytes();
+
+// Where this process's resident memory is, for MEMSWEEP_HEAP_TRACE (docs/cli.md): the resident
+// set split as the kernel counts it, and glibc's heap (mallinfo2, every arena) — the pages it
+// holds, in use or free, and its blocks served by mmap.
+struct HeapReading {
+  int64_t resident_bytes = 0;       // VmRSS
+  int64_t resident_anon_bytes = 0;  // RssAnon: heap, stacks, anonymous maps
+  int64_t resident_file_bytes = 0;  // RssFile: the libraries' and mapped files' pages
+  int64_t heap_bytes = 0;           // glibc's arenas (mallinfo2.arena)
+  int64_t heap_in_use_bytes = 0;    // their chunks in use (uordblks)
+  int64_t heap_free_bytes = 0;      // their free chunks, kept for reuse (fordblks)
+  int64_t mmapped_bytes = 0;        // blocks glibc served by mmap (hblkhd)
+};
+HeapReading ReadHeap();
+// "resident 583.1 MiB (anonymous 389.0 MiB, files 194.1 MiB); glibc heap 293.0 MiB (123.1 MiB in
+// use, 169.9 MiB free), mmapped 1.1 MiB"
+std::string DescribeHeap(const HeapReading& reading);
 
 }  // namespace memsweep::memory

@@ -1,10 +1,29 @@
 #include "core/train/memory_probe.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
+#include "core/memory/byte_size.h"
 #include "core/memory/rss.h"
 
 namespace memsweep::train {
+namespace {
+
+// MEMSWEEP_HEAP_TRACE=1: a line on stderr at every stage's end saying where the process's
+// resident memory is (docs/cli.md): what to look at when a worker's resident set exceeds the
+// estimate's host figure (docs/estimate.md).
+bool HeapTraceOn() {
+  static const bool on = [] {
+    const char* setting = std::getenv("MEMSWEEP_HEAP_TRACE");
+    return setting != nullptr && *setting != '\0' && std::strcmp(setting, "0") != 0;
+  }();
+  return on;
+}
+
+}  // namespace
 
 MemoryProbe::MemoryProbe(memory::DeviceMeter& meter, RunResult& result)
     : tracker_(meter), result_(result), start_(std::chrono::steady_clock::now()) {
@@ -73,6 +92,13 @@ void MemoryProbe::End() {
       result_.memory.grads_bytes = std::max(state_at_begin_.grads_bytes, at_end.grads_bytes);
       result_.memory.optimizer_bytes = at_end.optimizer_bytes;
     }
+  }
+  if (HeapTraceOn()) {
+    const std::string line = std::string("heap-trace: ") + StageName(stage_) + " step " +
+                             std::to_string(step_) + ": " +
+                             memory::DescribeHeap(memory::ReadHeap()) + "; reserved " +
+                             memory::FormatBytes(tracker_.ReservedBytes()) + "\n";
+    std::fputs(line.c_str(), stderr);
   }
   tracker_.SetStage("idle");
   tracker_.Largest().SetPosition("idle", step_, -1);
