@@ -153,8 +153,9 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       "grads_bytes", "optimizer_bytes", "activations_bytes", "saved_activations_bytes",
       "peak_stage", "peak_step", "largest_allocation_bytes", "largest_allocation_what",
       "largest_allocation_stage", "blas_workspaces", "blas_workspace_bytes", "headroom_bytes",
-      "marginal", "oom_requested_bytes", "oom_short_bytes", "oom_stage", "world_size", "host_pool_peak_bytes",
-      "host_bytes", "host_available_bytes", "host_short", "message", "seconds"};
+      "marginal", "oom_requested_bytes", "oom_short_bytes", "oom_stage", "world_size",
+      "host_pool_peak_bytes", "host_bytes", "host_available_bytes", "host_short", "message",
+      "seconds"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << "\r\n";  // RFC 4180's line ends, as memsweep query writes them

@@ -72,12 +72,12 @@ struct CellEstimate {
   int world_size = 1;
   std::vector<RankEstimate> ranks;  // every rank, in order (empty for one rank)
   int64_t host_pool_peak_bytes = 0;  // the highest rank's offloaded state (host memory)
-  // Host memory the cell's workers need together: per rank the process's own (its LibTorch, the
-  // data: this estimating process's peak resident set stands for it), the offloaded state, and
-  // on the CPU the device's bytes themselves (peak reserved). Against MemAvailable here.
   // An oom that a card 1 % larger would fit (the estimate run again at that size): within the
   // estimate's error on reserved bytes, so a real allocator's block choice decides.
   bool marginal_oom = false;
+  // Host memory the cell's workers need together: per rank the process's own (its LibTorch, the
+  // data: this estimating process's peak resident set stands for it), the offloaded state, and
+  // on the CPU the device's bytes themselves (peak reserved). Against MemAvailable here.
   int64_t host_bytes = 0;
   int64_t host_available_bytes = 0;
   // CUDA targets: the cuBLAS workspaces the run took (blas_workspaces.h) and each one's bytes.

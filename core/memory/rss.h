@@ -38,8 +38,8 @@ struct HeapReading {
   int64_t mmapped_bytes = 0;        // blocks glibc served by mmap (hblkhd)
 };
 HeapReading ReadHeap();
-// "resident 583.1 MiB (anonymous 389.0 MiB, files 194.1 MiB); glibc heap 293.0 MiB (123.1 MiB in
-// use, 169.9 MiB free), mmapped 1.1 MiB"
+// "resident 571.08 MiB (anonymous 376.62 MiB, files 194.46 MiB); glibc heap 281.89 MiB
+// (123.25 MiB in use, 158.64 MiB free), mmapped 1.90 MiB"
 std::string DescribeHeap(const HeapReading& reading);
 
 }  // namespace memsweep::memory
