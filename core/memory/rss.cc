@@ -42,9 +42,15 @@ int64_t HostAvailableBytes() {
 
 HeapReading ReadHeap() {
   HeapReading r;
-  r.resident_bytes = ReadKib("/proc/self/status", "VmRSS:");
-  r.resident_anon_bytes = ReadKib("/proc/self/status", "RssAnon:");
-  r.resident_file_bytes = ReadKib("/proc/self/status", "RssFile:");
+  std::ifstream status("/proc/self/status");  // read once: the three lines of one moment
+  for (std::string line; std::getline(status, line);) {
+    const auto kib = [&line](const std::string& key, int64_t& bytes) {
+      if (line.compare(0, key.size(), key) == 0) bytes = std::stoll(line.substr(key.size())) * 1024;
+    };
+    kib("VmRSS:", r.resident_bytes);
+    kib("RssAnon:", r.resident_anon_bytes);
+    kib("RssFile:", r.resident_file_bytes);
+  }
   const struct mallinfo2 info = mallinfo2();
   r.heap_bytes = static_cast<int64_t>(info.arena);
   r.heap_in_use_bytes = static_cast<int64_t>(info.uordblks);

@@ -110,18 +110,16 @@ at::Tensor SdpaAttention::operator()(const at::Tensor& q, const at::Tensor& k,
     case SdpaBackend::kFlash:
       ++(*calls_)["flash"];
       // ComputeDevice: an estimate's meta tensors take the path of the device they stand for.
-      if (ComputeDevice(q) == c10::DeviceType::CPU) {
-        return std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(
-            q, repeated(k), repeated(v), 0.0, /*is_causal=*/!packed, optional_bias));
-      }
-      if (packed) {
+      if (ComputeDevice(q) != c10::DeviceType::CPU && packed) {
         throw std::invalid_argument(
             "sdpa backend = \"flash\" on CUDA takes no mask, and packed rows need one: use "
             "backend = \"efficient\", \"cudnn\", \"math\" or \"auto\" with packing");
       }
-      if (q.is_meta()) {  // CUDA's flash kernel has no meta form: the CPU's keeps the same tensors
+      // The CPU's kernel, and for meta tensors standing for CUDA too: CUDA's flash kernel has no
+      // meta form, and the CPU's keeps the same tensors.
+      if (ComputeDevice(q) == c10::DeviceType::CPU || q.is_meta()) {
         return std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(
-            q, repeated(k), repeated(v), 0.0, /*is_causal=*/true, std::nullopt));
+            q, repeated(k), repeated(v), 0.0, /*is_causal=*/!packed, optional_bias));
       }
       return std::get<0>(at::_scaled_dot_product_flash_attention(q, repeated(k), repeated(v), 0.0,
                                                                  /*is_causal=*/true));

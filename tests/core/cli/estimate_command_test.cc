@@ -87,23 +87,27 @@ TEST(EstimateCommandTest, TheQuickstartsEstimateEqualsItsMeasuredRun) {
   EXPECT_EQ(Rows(none.output).at(0).at(0), "0") << none.output;
 }
 
+// `memsweep estimate` of the quickstart's cells, one step each, with `options` (a format, a card).
+Outcome OneStepQuickstartEstimate(const std::string& options) {
+  return RunMemsweep("estimate " + SourcePath("experiments/quickstart.toml") +
+                     " --set experiment.steps=1 " + options);
+}
+
 // A card whose capacity leaves the first cell less than 1 % of headroom: it fits, flagged
 // marginal in the CSV and the table.
 TEST(EstimateCommandTest, AFitWithinOnePercentOfTheCardIsMarginal) {
-  const std::string file = SourcePath("experiments/quickstart.toml");
-  const Outcome first = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1");
+  const Outcome first = OneStepQuickstartEstimate("--format csv");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const long long reserved = std::stoll(Rows(first.output).at(0).at(7));
   for (const long long spare : {reserved / 200, reserved / 20}) {
-    const std::string device = std::to_string(reserved + spare);
-    const Outcome csv = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1 "
-                                    "--device " + device);
+    const std::string device = "--device " + std::to_string(reserved + spare);
+    const Outcome csv = OneStepQuickstartEstimate("--format csv " + device);
     ASSERT_EQ(csv.exit_code, 0) << csv.output;
     const std::vector<std::string> row = Rows(csv.output).at(0);
     ASSERT_GE(row.size(), 24u) << csv.output;
     EXPECT_EQ(row[2], "fits") << csv.output;
     EXPECT_EQ(row[23], spare < reserved / 100 ? "true" : "false") << "spare " << spare;
-    const Outcome table = RunMemsweep("estimate " + file + " --set experiment.steps=1 --device " + device);
+    const Outcome table = OneStepQuickstartEstimate(device);
     EXPECT_EQ(table.output.find("marginal") != std::string::npos, spare < reserved / 100)
         << table.output;
   }
@@ -113,14 +117,12 @@ TEST(EstimateCommandTest, AFitWithinOnePercentOfTheCardIsMarginal) {
 // cell again at that size) is flagged marginal; one 5 % short is not. Cards below the peak
 // allocated bytes, so that every allocator runs out.
 TEST(EstimateCommandTest, AnOomThatACardOnePercentLargerWouldFitIsMarginal) {
-  const std::string file = SourcePath("experiments/quickstart.toml");
-  const Outcome first = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1");
+  const Outcome first = OneStepQuickstartEstimate("--format csv");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const long long allocated = std::stoll(Rows(first.output).at(0).at(6));
   for (const long long missing : {allocated / 200, allocated / 20}) {
-    const std::string device = std::to_string(allocated - missing);
-    const Outcome csv = RunMemsweep("estimate " + file + " --format csv --set experiment.steps=1 "
-                                    "--device " + device);
+    const std::string device = "--device " + std::to_string(allocated - missing);
+    const Outcome csv = OneStepQuickstartEstimate("--format csv " + device);
     ASSERT_EQ(csv.exit_code, 0) << csv.output;
     const std::vector<std::string> row = Rows(csv.output).at(0);
     ASSERT_GE(row.size(), 26u) << csv.output;
@@ -131,8 +133,9 @@ TEST(EstimateCommandTest, AnOomThatACardOnePercentLargerWouldFitIsMarginal) {
     const long long short_bytes = std::stoll(row[25]);
     EXPECT_GT(short_bytes, 0);
     EXPECT_LE(short_bytes, missing);
-    const Outcome table = RunMemsweep("estimate " + file + " --set experiment.steps=1 --device " + device);
-    EXPECT_EQ(table.output.find("marginal: a card 1 % larger fits it") != std::string::npos, marginal)
+    const Outcome table = OneStepQuickstartEstimate(device);
+    EXPECT_EQ(table.output.find("marginal: a card 1 % larger fits it") != std::string::npos,
+              marginal)
         << table.output;
   }
 }
