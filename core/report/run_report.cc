@@ -31,10 +31,12 @@ std::string Fixed(double value, int decimals) {
   return buffer;
 }
 
+// "  name<padded to 28> value\n", whatever the value's length.
 void Row(std::ostringstream& out, const std::string& name, const std::string& value) {
-  char buffer[160];
-  std::snprintf(buffer, sizeof buffer, "  %-28s %s\n", name.c_str(), value.c_str());
-  out << buffer;
+  constexpr size_t kNameWidth = 28;
+  out << "  " << name;
+  if (name.size() < kNameWidth) out << std::string(kNameWidth - name.size(), ' ');
+  out << ' ' << value << '\n';
 }
 
 const char* FormatName(data::DataFormat f) {
@@ -58,7 +60,16 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   const std::string model_name =
       cfg.model.config.empty() ? cfg.model.preset
                                : cfg.model.llama.model_type + " from " + cfg.model.config;
-  Row(out, "model", model_name + " (" + std::to_string(s.parameters) + " parameters)");
+  // The run counts its model's parameters once a step completed: a run that failed before (while
+  // building the model, or in its first step) shows the model it was configured with — the
+  // count from the config's shapes, as `memsweep plan` gives it — never "0 parameters".
+  if (s.parameters > 0) {
+    Row(out, "model", model_name + " (" + std::to_string(s.parameters) + " parameters)");
+  } else {
+    Row(out, "model", model_name + " (configured with " +
+                          std::to_string(cfg.model.llama.ParameterCount()) +
+                          " parameters; no step completed)");
+  }
   Row(out, "batch", std::to_string(r.data.micro_batch_size) + " x " +
                         std::to_string(r.data.accumulation_steps) + " accumulation, seq_len " +
                         std::to_string(r.data.seq_len));

@@ -239,20 +239,63 @@ void Count(SweepSummary& summary, RunStatus status) {
   }
 }
 
+// The names of a cell's kept files in the cell-files folder: <stem>.json and <stem>.txt.
+std::string KeptStem(const experiment::Cell& cell) {
+  return "cell" + std::to_string(cell.index) + "-" + cell.hash;
+}
+
+// A cell that runs again drops the files an earlier run of it kept: whatever it ends with, what
+// stays in the folder is this run's, never an older run's `ok` beside a `failed` row.
+void RemoveKeptFiles(const fs::path& keep, const experiment::Cell& cell) {
+  for (const char* extension : {".json", ".txt"}) {
+    std::error_code ignored;
+    fs::remove(keep / (KeptStem(cell) + extension), ignored);
+  }
+}
+
+// The status a summary table states on its first line ("memsweep run 'x': ok").
+std::string StatusInSummary(const fs::path& summary) {
+  std::ifstream in(summary);
+  std::string first;
+  std::getline(in, first);
+  const size_t colon = first.rfind(": ");
+  return colon == std::string::npos ? std::string() : first.substr(colon + 2);
+}
+
 // The cell's full result and summary stay beside the database for people to read; the worker's
-// other files go.
-void KeepResultAndClearWork(const CellPaths& paths, bool has_result, const fs::path& keep,
-                            const experiment::Cell& cell) {
-  if (has_result) {
-    const std::string stem = "cell" + std::to_string(cell.index) + "-" + cell.hash;
-    std::error_code error;
-    fs::create_directories(keep, error);
+// other files go. The summary always says the status the database records: a worker that left
+// no result gets one of its status and error, and a result the runner judged otherwise (a worker
+// that crashed after writing it) gets that verdict above the worker's table.
+void KeepResultAndClearWork(const CellPaths& paths, const Outcome& outcome, const fs::path& keep,
+                            const experiment::Cell& cell, const std::string& experiment) {
+  const std::string stem = KeptStem(cell);
+  const std::string status = results::RunStatusName(outcome.status);
+  std::error_code error;
+  fs::create_directories(keep, error);
+  std::string worker_summary;
+  if (outcome.result) {
     fs::rename(paths.result, keep / (stem + ".json"), error);
-    fs::rename(paths.summary, keep / (stem + ".txt"), error);
+    if (fs::exists(paths.summary) && StatusInSummary(paths.summary) == status) {
+      fs::rename(paths.summary, keep / (stem + ".txt"), error);
+    } else if (fs::exists(paths.summary)) {
+      std::ifstream in(paths.summary);
+      std::stringstream text;
+      text << in.rdbuf();
+      worker_summary = "\nThe worker's own summary, from before that verdict:\n\n" + text.str();
+    }
+  }
+  if (!fs::exists(keep / (stem + ".txt"))) {
+    std::string text = "memsweep run '" + experiment + "', cell " + std::to_string(cell.index) +
+                       " (" + cell.Describe() + "): " + status + "\n";
+    if (!outcome.error.empty()) text += "  " + outcome.error + "\n";
+    if (!outcome.result) {
+      text += "\nThe worker left no result: no figures were recorded for this run.\n";
+    }
+    text += worker_summary;
+    std::ofstream(keep / (stem + ".txt")) << text;
   }
   for (const fs::path* file : {&paths.cell, &paths.result, &paths.summary, &paths.stderr_file,
                                &paths.memory_snapshot}) {
-    std::error_code error;
     fs::remove(*file, error);
   }
 }
@@ -292,11 +335,18 @@ std::string SweepStopped(const std::string& what_happened, const SweepSummary& s
 }  // namespace
 
 fs::path CellFilesDirectory(const std::string& db_path, const std::string& experiment) {
-  std::string folder = experiment.empty() ? std::string("experiment") : experiment;
-  for (char& c : folder) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  }
-  return fs::path(db_path).parent_path() / folder;
+  const auto folder_name = [](std::string name, const char* fallback) {
+    if (name.empty()) name = fallback;
+    for (char& c : name) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+    }
+    return name;
+  };
+  // One folder per database (its file name without the extension), then per experiment: two
+  // databases in one folder never share, or overwrite, each other's cell files.
+  const fs::path db(db_path);
+  return db.parent_path() / folder_name(db.stem().string(), "memsweep") /
+         folder_name(experiment, "experiment");
 }
 
 SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options) {
@@ -341,6 +391,7 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
         fs::remove(paths.memory_snapshot);
         std::ofstream(paths.cell) << experiment::CellToToml(cell);
         run_id = db.ClaimRun(summary.experiment_id, infos[i], getpid());
+        RemoveKeptFiles(CellFilesDirectory(options.db_path, plan.name), cell);
       }
     } catch (const results::ResultsError& e) {
       progress.Clear();
@@ -415,8 +466,13 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       }
     }
     try {
-      RecordOutcome(db, *run_id, outcome.status, outcome.error,
-                    outcome.result ? &*outcome.result : nullptr, estimate ? &*estimate : nullptr);
+      // What the database records is what the kept summary says (a result it refused: failed).
+      const ResultStatus recorded =
+          RecordOutcome(db, *run_id, outcome.status, outcome.error,
+                        outcome.result ? &*outcome.result : nullptr,
+                        estimate ? &*estimate : nullptr);
+      outcome.status = recorded.status;
+      outcome.error = recorded.error;
     } catch (const results::ResultsError& e) {
       progress.Clear();
       // The transaction rolled back: the cell keeps its claim ('running', no figures), or goes
@@ -426,8 +482,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       } catch (const results::ResultsError&) {
       }
       const fs::path keep = CellFilesDirectory(options.db_path, plan.name);
-      const std::string stem = "cell" + std::to_string(cell.index) + "-" + cell.hash;
-      KeepResultAndClearWork(paths, outcome.result.has_value(), keep, cell);
+      const std::string stem = KeptStem(cell);
+      KeepResultAndClearWork(paths, outcome, keep, cell, plan.name);
       const std::string kept = outcome.result && fs::exists(keep / (stem + ".json"))
                                    ? " (its result is kept as " + (keep / stem).string() +
                                          ".json and .txt)"
@@ -447,8 +503,8 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       spdlog::info("[{}/{}] {}{}{}", i + 1, summary.cells, status,
                    outcome.error.empty() ? "" : ": ", first_line);
     }
-    KeepResultAndClearWork(paths, outcome.result.has_value(),
-                           CellFilesDirectory(options.db_path, plan.name), cell);
+    KeepResultAndClearWork(paths, outcome, CellFilesDirectory(options.db_path, plan.name), cell,
+                           plan.name);
   }
   progress.Clear();
   return summary;

@@ -11,7 +11,9 @@
 //   the sweep goes on. A worker killed by SIGKILL the runner did not send is reported as the
 //   host's OOM killer's most likely work, with the worker's host figures (peak resident set,
 //   host pool peak) where known.
-// - Each finished cell's result JSON and summary table are kept beside the database.
+// - Each finished cell's result JSON and summary table are kept beside the database, in a folder
+//   of that database (CellFilesDirectory); a cell that runs again replaces them, so they are
+//   always its latest run's, with the status the database records.
 // - Loss-equivalence verdicts ([experiment] reference) are updated by the database in the
 //   transactions that record the plan and claim and finish each cell (verification_store.h).
 // - Stop requests (SIGINT/SIGTERM) kill the running worker, put its cell back to 'pending' and
@@ -76,7 +78,9 @@ struct SweepSummary {
 SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions& options);
 
 // Where each finished cell's result JSON and summary table are kept:
-// <database directory>/<experiment name>/cell<index>-<hash>.{json,txt}.
+// <database directory>/<database file stem>/<experiment name>/cell<index>-<hash>.{json,txt}
+// (results/memsweep.db: results/memsweep/quickstart/). A cell that runs replaces its files; one
+// whose worker left no result keeps a .txt of its status and error only.
 std::filesystem::path CellFilesDirectory(const std::string& db_path, const std::string& experiment);
 
 }  // namespace memsweep::sweep

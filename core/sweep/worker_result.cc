@@ -37,19 +37,21 @@ std::string TextIn(const nlohmann::json& result, const char* section, const char
   return value != part->end() && value->is_string() ? value->get<std::string>() : "";
 }
 
-void RecordOutcome(results::ResultsDb& db, int64_t run_id, results::RunStatus status,
-                   const std::string& error, const nlohmann::json* result,
-                   const nlohmann::json* estimate) {
+ResultStatus RecordOutcome(results::ResultsDb& db, int64_t run_id, results::RunStatus status,
+                           const std::string& error, const nlohmann::json* result,
+                           const nlohmann::json* estimate) {
   try {
     db.FinishRun(run_id, status, error, result, estimate);
+    return {status, error};
   } catch (const results::ResultsError& e) {
     if (e.kind() != results::ResultsError::Kind::kContent) throw;
     // The transaction rolled back: record the cell without what the database refused.
-    db.FinishRun(run_id, results::RunStatus::kFailed,
-                 std::string("its result could not be stored (status ") +
-                     results::RunStatusName(status) + "): " + e.what() +
-                     (error.empty() ? "" : "\n" + error),
-                 nullptr, nullptr);
+    const ResultStatus recorded{
+        results::RunStatus::kFailed,
+        std::string("its result could not be stored (status ") + results::RunStatusName(status) +
+            "): " + e.what() + (error.empty() ? "" : "\n" + error)};
+    db.FinishRun(run_id, recorded.status, recorded.error, nullptr, nullptr);
+    return recorded;
   }
 }
 

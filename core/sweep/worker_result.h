@@ -34,9 +34,9 @@ std::string TextIn(const nlohmann::json& result, const char* section, const char
 
 // db.FinishRun with the result's figures and the estimate. Where the database refuses their
 // content (ResultsError::Kind::kContent), the run is recorded failed, with why and without them.
-// Every other database error propagates.
-void RecordOutcome(results::ResultsDb& db, int64_t run_id, results::RunStatus status,
-                   const std::string& error, const nlohmann::json* result,
-                   const nlohmann::json* estimate);
+// Every other database error propagates. Returns the status and error recorded.
+ResultStatus RecordOutcome(results::ResultsDb& db, int64_t run_id, results::RunStatus status,
+                           const std::string& error, const nlohmann::json* result,
+                           const nlohmann::json* estimate);
 
 }  // namespace memsweep::sweep

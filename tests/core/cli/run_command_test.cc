@@ -181,9 +181,9 @@ TEST(RunCommandTest, QuickstartRunsEveryCellAndRecordsTheOomCell) {
   EXPECT_EQ(*rows.rows[2][0], "oom");  // 8 rows in 24 MiB
   EXPECT_EQ(*rows.rows[2][1], "8");
   EXPECT_EQ(*rows.rows[2][2], "24MiB");
-  // Each finished cell keeps its full result and summary beside the database.
+  // Each finished cell keeps its full result and summary beside the database, in its folder.
   int kept = 0;
-  for (const auto& entry : fs::directory_iterator(dir / "quickstart")) {
+  for (const auto& entry : fs::directory_iterator(dir / "r" / "quickstart")) {
     kept += entry.path().extension() == ".txt";
   }
   EXPECT_EQ(kept, 4);

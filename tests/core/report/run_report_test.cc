@@ -67,6 +67,43 @@ TEST(RunReportTest, TheSummaryMarksAnMfuAboveTheGemmPeak) {
   EXPECT_EQ(RunResultToJson(cfg, r)["summary"]["peak_flops_check"], "remeasured");
 }
 
+// A strategies line of any length is printed whole, with its newline (it was cut at 160
+// characters, and the next row ran on after it).
+TEST(RunReportTest, ALongStrategiesLineIsPrintedWhole) {
+  const config::RunConfig cfg = testing_support::TinyRun(1);
+  train::RunResult r;
+  std::string expected;
+  for (int i = 0; i < 12; ++i) {
+    train::PluginUse plugin;
+    plugin.slot = "slot" + std::to_string(i);
+    plugin.name = "a_rather_long_plugin_name_" + std::to_string(i);
+    r.plugins.push_back(plugin);
+    expected += (expected.empty() ? "" : ", ") + plugin.slot + "=" + plugin.name;
+  }
+  ASSERT_GT(expected.size(), 300u);
+  const std::string text = FormatRunSummary(cfg, r);
+  const std::string row = "  strategies" + std::string(28 - 10, ' ') + " " + expected + "\n";
+  EXPECT_NE(text.find(row), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  device "), std::string::npos) << text;
+}
+
+// A cell whose worker failed before a step completed (here: before its model was built) counted
+// no parameters: its summary names the model it was configured with, never "0 parameters".
+TEST(RunReportTest, AFailedRunsSummaryNamesTheConfiguredModel) {
+  const config::RunConfig cfg = testing_support::TinyRun(1);
+  train::RunResult r;
+  r.status = train::RunStatus::kFailed;
+  r.error = "a strategy refused the model";
+  const std::string text = FormatRunSummary(cfg, r);
+  EXPECT_EQ(text.find("(0 parameters)"), std::string::npos) << text;
+  EXPECT_NE(text.find("tiny (configured with " + std::to_string(cfg.model.llama.ParameterCount()) +
+                      " parameters; no step completed)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_GT(cfg.model.llama.ParameterCount(), 0);
+  EXPECT_NE(text.find(": failed\n  a strategy refused the model\n"), std::string::npos) << text;
+}
+
 TEST(RunReportTest, WritesTheWholeFileOrNone) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("memsweep_report_" + std::to_string(getpid()));
   fs::remove_all(dir);

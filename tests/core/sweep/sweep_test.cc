@@ -311,7 +311,7 @@ TEST(SweepTest, ADatabaseCorruptedMidSweepStopsTheSweepWithExitTwo) {
       << out.output;
   EXPECT_NE(out.output.find("the sweep stopped: cell 1 ran (status ok) but its outcome could not "
                             "be recorded (its result is kept as " +
-                            (dir / "corrupted" / "cell1-").string()),
+                            (dir / "r" / "corrupted" / "cell1-").string()),
             std::string::npos)
       << out.output;
   EXPECT_NE(out.output.find("1 of the 3 cells are recorded; cell 2 did not run.\nTo go on, make "
@@ -322,7 +322,7 @@ TEST(SweepTest, ADatabaseCorruptedMidSweepStopsTheSweepWithExitTwo) {
       << out.output;
   EXPECT_EQ(out.output.find("[3/3]"), std::string::npos) << out.output;
   int kept = 0;
-  for (const auto& entry : fs::directory_iterator(dir / "corrupted")) {
+  for (const auto& entry : fs::directory_iterator(dir / "r" / "corrupted")) {
     kept += entry.path().filename().string().rfind("cell1-", 0) == 0;
   }
   EXPECT_EQ(kept, 2);  // cell 1's result and summary
