@@ -218,5 +218,21 @@ TEST(GpuCatalog, TheDocTableIsTheCatalog) {
   }
 }
 
+// docs/experiment-format.md lists every name `emulate` takes, in the unknown-`emulate` error it
+// quotes (run_config_loader.cc builds that list from GpuNames()).
+TEST(GpuCatalog, TheExperimentFormatPageNamesEveryGpu) {
+  std::ifstream doc(MEMSWEEP_SOURCE_DIR "/docs/experiment-format.md");
+  ASSERT_TRUE(doc.good()) << "docs/experiment-format.md";
+  std::string names;
+  for (const std::string& name : GpuNames()) names += (names.empty() ? "" : ", ") + name;
+  const std::string message = "`emulate must name a GPU (" + names + ") or give a capacity";
+  std::string row;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("| unknown `emulate` |", 0) == 0) row = line;
+  }
+  EXPECT_TRUE(Contains(row, message)) << "docs/experiment-format.md's row: " << row
+                                      << "\nexpected it to quote " << message;
+}
+
 }  // namespace
 }  // namespace memsweep::env::gpu_catalog_test
