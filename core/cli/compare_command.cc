@@ -38,7 +38,8 @@ void AddCompareCommand(CLI::App& app, CompareCommandOptions& options, ExitCode& 
                       "Experiment name (default: the most recently created)");
   compare->add_option("--baseline", options.baseline,
                       "Baseline: a run id, or key=value[,key=value] naming one cell "
-                      "(default: the lowest cell index with status ok)");
+                      "(default: the experiment's [experiment] reference cell when it has an ok "
+                      "run, else the lowest cell index with status ok)");
   compare->add_option("--format", options.format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();

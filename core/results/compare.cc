@@ -92,6 +92,16 @@ std::vector<RunFigures> LoadRuns(ResultsDb& db, int64_t experiment_id) {
   return runs;
 }
 
+// The cell_index of the experiment's [experiment] reference: the cell whose runs name
+// themselves as their reference (experiment_plan.cc); nullopt when the experiment names none.
+std::optional<int64_t> ReferenceCellIndex(ResultsDb& db, int64_t experiment_id) {
+  const QueryResult result = db.Query(
+      "SELECT min(cell_index) FROM runs WHERE experiment_id = ?1 AND reference_hash = cell_hash",
+      {std::to_string(experiment_id)});
+  if (result.rows.empty() || !result.rows.front().front()) return std::nullopt;
+  return std::stoll(*result.rows.front().front());
+}
+
 int64_t CountOtherRuns(ResultsDb& db, int64_t experiment_id) {
   const QueryResult result =
       db.Query("SELECT count(*) FROM runs WHERE experiment_id = ?1 AND status NOT IN ('ok', 'oom')",
@@ -206,6 +216,15 @@ std::string VerificationSource(const Comparison& c) {
   return "the baseline, " + cell + " (the experiment names no [experiment] reference)";
 }
 
+const char* BaselineChoiceName(BaselineChoice choice) {
+  switch (choice) {
+    case BaselineChoice::kOption: return "option";
+    case BaselineChoice::kReference: return "reference";
+    case BaselineChoice::kFirstOk: return "first ok cell";
+  }
+  return "";
+}
+
 std::string TableHeading(const Comparison& comparison) {
   std::ostringstream out;
   const Comparison& c = comparison;
@@ -226,7 +245,14 @@ std::string TableHeading(const Comparison& comparison) {
   }
   out << "\nbaseline: cell " << c.baseline->cell_index;
   if (!c.factors.empty()) out << " (" << DescribeParams(c.baseline->params, c.factors) << ")";
-  out << ", " << Plural(c.baseline->ok_runs, "ok run") << "\n";
+  out << ", " << Plural(c.baseline->ok_runs, "ok run");
+  if (c.baseline_choice == BaselineChoice::kReference) {
+    out << ": the experiment's [experiment] reference";
+  } else if (c.baseline_choice == BaselineChoice::kFirstOk && c.named_reference_cell) {
+    out << ": the lowest cell with an ok run (the [experiment] reference, cell "
+        << *c.named_reference_cell << ", has none)";
+  }
+  out << "\n";
   out << "loss verification: against " << VerificationSource(c) << "\n\n";
   return out.str();
 }
@@ -242,6 +268,7 @@ nlohmann::ordered_json ComparisonToJson(const Comparison& c) {
   } else {
     out["baseline"] = {{"cell", c.baseline->cell_index},
                        {"run_ids", c.baseline->run_ids},
+                       {"chosen_by", BaselineChoiceName(c.baseline_choice)},
                        {"params", nlohmann::ordered_json::parse(c.baseline->params.dump())}};
     out["verification"] = {{"against", c.verified_against_reference ? "reference" : "baseline"},
                            {"cell", c.reference_cell ? nlohmann::ordered_json(*c.reference_cell)
@@ -281,8 +308,21 @@ Comparison Compare(ResultsDb& db, const CompareOptions& options) {
     comparison.effects = EffectsTable({});
     return comparison;
   }
+  comparison.named_reference_cell = ReferenceCellIndex(db, experiment_id);
   try {
-    comparison.baseline = cells[FindBaselineCell(cells, options.baseline)];
+    comparison.baseline_choice =
+        options.baseline.empty() ? BaselineChoice::kFirstOk : BaselineChoice::kOption;
+    size_t chosen = cells.size();
+    if (options.baseline.empty() && comparison.named_reference_cell) {
+      for (size_t i = 0; i < cells.size(); ++i) {
+        if (cells[i].cell_index == *comparison.named_reference_cell && cells[i].ok_runs > 0) {
+          chosen = i;
+          comparison.baseline_choice = BaselineChoice::kReference;
+        }
+      }
+    }
+    if (chosen == cells.size()) chosen = FindBaselineCell(cells, options.baseline);
+    comparison.baseline = cells[chosen];
   } catch (const std::invalid_argument& e) {
     throw ResultsError(db.path(), "experiment '" + comparison.experiment.name + "': " + e.what());
   }

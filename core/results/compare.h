@@ -22,8 +22,18 @@ namespace memsweep::results {
 
 struct CompareOptions {
   std::string experiment;  // "" = the most recently created experiment
-  std::string baseline;    // "" | "RUN_ID" | "key=value[,key=value]" (FindBaselineCell)
+  // "" | "RUN_ID" | "key=value[,key=value]" (FindBaselineCell). "": the experiment's
+  // [experiment] reference cell when it names one and that cell has an ok run, else the lowest
+  // cell with an ok run.
+  std::string baseline;
   std::optional<int64_t> experiment_id;  // this experiment, whatever `experiment` says
+};
+
+// How the comparison's baseline cell was chosen.
+enum class BaselineChoice : uint8_t {
+  kOption,     // CompareOptions::baseline named it
+  kReference,  // the experiment's [experiment] reference cell
+  kFirstOk,    // the lowest cell with an ok run
 };
 
 struct Comparison {
@@ -33,6 +43,10 @@ struct Comparison {
   // asked for: the cells are listed with their figures, without ratio, delta, loss verdict or
   // factor effect.
   std::optional<CellFigures> baseline;
+  BaselineChoice baseline_choice = BaselineChoice::kFirstOk;
+  // The cell the experiment's [experiment] reference names (runs.reference_hash); nullopt when
+  // it names none. When it is not the baseline by default, its cell had no ok run.
+  std::optional<int64_t> named_reference_cell;
   int64_t compared_runs = 0;  // runs with status ok or oom
   int64_t other_runs = 0;     // pending, running, failed or timeout: not compared
   // Loss-equivalence verdicts: against the experiment's stored [experiment] reference when it

@@ -159,6 +159,56 @@ TEST_F(VerificationStoreTest, CompareShowsTheStoredVerdicts) {
   EXPECT_NE(csv.find("differs,config differs,float32"), std::string::npos) << csv;
 }
 
+TEST_F(VerificationStoreTest, CompareTakesTheReferenceCellAsItsDefaultBaseline) {
+  // The reference is cell 1 ("full"), not the lowest cell.
+  for (CellInfo& cell : cells_) cell.reference_hash = "full";
+  db_->AddPendingRuns(experiment_, cells_);
+  Finish(0, VerifiableResult(kLosses, "none"));
+  Finish(1, VerifiableResult(kLosses, "full"));
+  Finish(2, VerifiableResult(kLosses, "none", 0.001));
+  ResultsDb reader(path_, ResultsDb::Mode::kReadOnly);
+  const Comparison comparison = Compare(reader, CompareOptions{});
+  ASSERT_TRUE(comparison.baseline.has_value());
+  EXPECT_EQ(comparison.baseline->cell_index, 1);
+  EXPECT_EQ(comparison.baseline_choice, BaselineChoice::kReference);
+  EXPECT_EQ(comparison.named_reference_cell, 1);
+  EXPECT_EQ(comparison.reference_cell, 1);
+  const std::string table = FormatComparison(comparison, OutputFormat::kTable);
+  EXPECT_NE(table.find("baseline: cell 1 (c=full, lr=null), 1 ok run: the experiment's "
+                       "[experiment] reference\nloss verification: against the experiment's "
+                       "reference, cell 1\n"),
+            std::string::npos)
+      << table;
+  const json out = json::parse(FormatComparison(comparison, OutputFormat::kJson));
+  EXPECT_EQ(out["baseline"]["cell"], 1);
+  EXPECT_EQ(out["baseline"]["chosen_by"], "reference");
+
+  // --baseline still wins; the verdicts stay against the reference.
+  CompareOptions named;
+  named.baseline = std::to_string(ids_[0]);  // a run id of cell 0
+  const Comparison by_option = Compare(reader, named);
+  EXPECT_EQ(by_option.baseline->cell_index, 0);
+  EXPECT_EQ(by_option.baseline_choice, BaselineChoice::kOption);
+  EXPECT_EQ(by_option.reference_cell, 1);
+}
+
+TEST_F(VerificationStoreTest, AReferenceWithoutAnOkRunLeavesTheLowestOkCellAsBaseline) {
+  for (CellInfo& cell : cells_) cell.reference_hash = "full";
+  db_->AddPendingRuns(experiment_, cells_);
+  Finish(0, VerifiableResult(kLosses, "none"));
+  db_->ClaimRun(experiment_, cells_[1], 1);
+  db_->FinishRun(ids_[1], RunStatus::kOom, "out of memory", nullptr);
+  ResultsDb reader(path_, ResultsDb::Mode::kReadOnly);
+  const Comparison comparison = Compare(reader, CompareOptions{});
+  EXPECT_EQ(comparison.baseline->cell_index, 0);
+  EXPECT_EQ(comparison.baseline_choice, BaselineChoice::kFirstOk);
+  const std::string table = FormatComparison(comparison, OutputFormat::kTable);
+  EXPECT_NE(table.find("1 ok run: the lowest cell with an ok run (the [experiment] reference, "
+                       "cell 1, has none)"),
+            std::string::npos)
+      << table;
+}
+
 TEST_F(VerificationStoreTest, CompareWithoutReferenceVerifiesAgainstTheBaseline) {
   for (CellInfo& cell : cells_) cell.reference_hash.reset();
   db_->AddPendingRuns(experiment_, cells_);
