@@ -88,19 +88,29 @@ void PrintCells(const std::string& db_path, int64_t experiment_id,
                                 .table = table_options};
   const results::FittedTable fitted = results::FitTable(rows, fit);
   std::cout << fitted.text << results::LeftOutNote(fitted, width);
-  // A cell that did not finish says why even when its error column did not fit: under the table.
-  if (std::find(fitted.left_out.begin(), fitted.left_out.end(), "error") == fitted.left_out.end()) {
-    return;
-  }
+  // A cell that did not finish says why under the table, the first line of its error whole
+  // (wrapped), when the error column did not fit or had to cut it.
+  const bool left_out =
+      std::find(fitted.left_out.begin(), fitted.left_out.end(), "error") != fitted.left_out.end();
+  const results::QueryResult errors = db.Query(
+      "SELECT cell_index, error FROM run_summary WHERE run_id IN "
+      "(SELECT id FROM runs WHERE experiment_id = ?1) ORDER BY cell_index, repeat",
+      {std::to_string(experiment_id)});
   const auto index = [&rows](const std::string& name) {
     return static_cast<size_t>(std::find(rows.columns.begin(), rows.columns.end(), name) -
                                rows.columns.begin());
   };
-  const size_t cell = index("cell"), error = index("error");
-  for (const auto& row : rows.rows) {
-    if (!row[error] || row[error]->empty()) continue;
+  const size_t shown = index("error");
+  for (size_t r = 0; r < errors.rows.size(); ++r) {
+    const std::optional<std::string>& error = errors.rows[r][1];
+    if (!error || error->empty()) continue;
+    const std::string first_line = error->substr(0, error->find('\n'));
+    // The column holds the error's first characters, its lines joined.
+    const bool whole = r < rows.rows.size() && rows.rows[r][shown] &&
+                       rows.rows[r][shown]->size() >= first_line.size();
+    if (!left_out && whole) continue;
     std::string line =
-        results::WrapText("cell " + row[cell].value_or("?") + ": " + *row[error], width);
+        results::WrapText("cell " + errors.rows[r][0].value_or("?") + ": " + first_line, width);
     if (line.empty() || line.back() != '\n') line += '\n';
     std::cout << line;
   }

@@ -54,7 +54,12 @@ config::ValidatedRun LoadCell(const WorkerOptions& options) {
   std::stringstream text;
   text << in.rdbuf();
   const experiment::Cell cell = experiment::CellFromToml(text.str(), options.cell);
-  return config::ValidatedRunFromTable(cell.document, options.source);
+  try {
+    return config::ValidatedRunFromTable(cell.document, options.source);
+  } catch (const config::ConfigError& e) {
+    // The cell file is the runner's temporary copy: point at the experiment file's lines.
+    throw config::ConfigError(cell.InExperimentFile(e.what()));
+  }
 }
 
 // Writes the run's allocation history beside its result (`<result>.snapshot.pickle`, written

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@ struct StrategyChoice {
   // Where it was configured, for errors: "x.toml:12:1: [strategies.checkpointing]" (the table's
   // position; "x.toml: [strategies.batching]" for a slot the file leaves out).
   std::string origin;
+  // Where each parameter the table gives was set, for errors about it: "x.toml:13:10:
+  // [strategies.checkpointing]" (the value's position: its key's line, or the [matrix] line
+  // that supplied it).
+  std::map<std::string, std::string> param_origins;
 };
 
 struct RunConfig {

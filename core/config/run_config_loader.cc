@@ -348,8 +348,7 @@ RunConfig RunConfigFromTable(const toml::table& root, const std::string& source,
   return ValidatedRunFromTable(root, source, purpose).config;
 }
 
-ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source,
-                                   ReadFor purpose) {
+RunConfig ReadRunConfig(const toml::table& root, const std::string& source, ReadFor purpose) {
   for (auto&& [key, node] : root) {
     const std::string name(key.str());
     if (name == "matrix") {
@@ -375,7 +374,12 @@ ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& s
   ReadDevice(source, Section(root, "device"), cfg.device);
   ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
   ResolveStrategies(root, source, cfg);
-  return ValidateRun(std::move(cfg), purpose);
+  return cfg;
+}
+
+ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source,
+                                   ReadFor purpose) {
+  return ValidateRun(ReadRunConfig(root, source, purpose), purpose);
 }
 
 RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>& overrides) {

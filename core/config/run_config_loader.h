@@ -57,6 +57,11 @@ struct ValidatedRun {
 };
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
 ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose = ReadFor::kRun);
+// The document read as far as it goes without creating a plugin: every section and each
+// slot's plugin and parameters (checked against its schema); ValidateRun does the rest. For a
+// caller that validates the run itself (an estimate, which does so on the meta device).
+RunConfig ReadRunConfig(const toml::table& root, const std::string& source,
+                        ReadFor purpose = ReadFor::kRun);
 // RunConfigFromTable's document, validated, with its strategies (what a worker trains).
 ValidatedRun ValidatedRunFromTable(const toml::table& root, const std::string& source,
                                    ReadFor purpose = ReadFor::kRun);

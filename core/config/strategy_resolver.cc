@@ -1,5 +1,6 @@
 #include "core/config/strategy_resolver.h"
 
+#include <cctype>
 #include <filesystem>
 
 #include "core/config/config_error.h"
@@ -50,7 +51,41 @@ StrategyChoice Choose(const plugin::PluginRegistry& registry, const std::string&
   choice.version = library->version();
   choice.params = ValidateParams(*library, t, source, section);
   choice.origin = Where(source, t.source()) + section;
+  for (const auto& spec : library->params()) {
+    if (const toml::node* value = t.get(spec.name)) {
+      choice.param_origins[spec.name] = Where(source, value->source()) + section;
+    }
+  }
   return choice;
+}
+
+bool IsWordCharacter(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Where a constructor's message about `choice` points: at the parameter it names first (as a
+// word: "chunks must be at least 1"), where the table gave it; else at the table.
+std::string OriginOfMessage(const StrategyChoice& choice, const std::string& message) {
+  std::string origin = choice.origin.empty() ? "[strategies." + choice.slot + "]" : choice.origin;
+  // The plugin's own words follow PluginLibrary::Create's "... could not be created: ".
+  const std::string created = "could not be created: ";
+  const size_t own = message.find(created);
+  const size_t from = own == std::string::npos ? 0 : own + created.size();
+  size_t first = std::string::npos;
+  for (const auto& [name, at] : choice.param_origins) {
+    for (size_t pos = message.find(name, from); pos != std::string::npos;
+         pos = message.find(name, pos + 1)) {
+      const size_t end = pos + name.size();
+      if ((pos > 0 && IsWordCharacter(message[pos - 1])) ||
+          (end < message.size() && IsWordCharacter(message[end]))) {
+        continue;
+      }
+      if (pos < first) {
+        first = pos;
+        origin = at;
+      }
+      break;
+    }
+  }
+  return origin;
 }
 
 // Each failure's message, indented under a heading.
@@ -183,8 +218,9 @@ plugin::StrategySet InstantiateStrategies(const RunConfig& cfg) {
     try {
       made = library->Create(choice.params);
     } catch (const std::exception& e) {
-      // The constructor checks its parameters: point at the table that holds them.
-      throw ConfigError(at + " " + e.what());
+      // The constructor checks its parameters: point at the one its message names (the key's
+      // line, or the [matrix] line that set it), else at the table that holds them.
+      throw ConfigError(OriginOfMessage(choice, e.what()) + " " + e.what());
     }
     set.push_back({choice.slot, choice.plugin, library->version(), std::move(made)});
   }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
@@ -36,33 +37,85 @@ std::string StandsFor(const experiment::Cell& cell, const EstimateTarget& target
   return env::ProbeCuda().usable() ? "cuda" : "cpu";
 }
 
-// The cell's document with the estimate's device: the CPU's reading of [device] (the meta device
-// takes its place after loading, so a CUDA cell needs no GPU here), and the target's size.
-// A CUDA cell's allocator is LibTorch's caching allocator whichever plugin it names: an estimate
-// of one with allocator/default (LibTorch's defaults on CUDA) reserves through allocator/caching's
-// emulation of it with the same defaults.
-toml::table EstimateDocument(const experiment::Cell& cell, const EstimateTarget& target) {
-  toml::table doc = cell.document;
-  if (!doc.contains("device")) doc.insert("device", toml::table{});
-  toml::table& device = *doc["device"].as_table();
-  if (StandsFor(cell, target) == "cuda") {
-    if (!doc.contains("strategies")) doc.insert("strategies", toml::table{});
-    toml::table& strategies = *doc["strategies"].as_table();
-    if (!strategies.contains("allocator")) strategies.insert("allocator", toml::table{});
-    toml::table& allocator = *strategies["allocator"].as_table();
-    if (allocator["plugin"].value_or(std::string("default")) == "default") {
-      allocator.insert_or_assign("plugin", "caching");
+// The cell's document with the estimate's device, for as long as this lives: the CPU's reading
+// of [device] (the meta device takes its place after loading, so a CUDA cell needs no GPU here),
+// and the target's size. A CUDA cell's allocator is LibTorch's caching allocator whichever plugin
+// it names: an estimate of one with allocator/default (LibTorch's defaults on CUDA) reserves
+// through allocator/caching's emulation of it with the same defaults.
+// The edits are made in the cell's own document and undone on destruction, so that every value
+// keeps its file position (a copy of a TOML node loses it) and an error points at its line.
+class EstimateDocument {
+ public:
+  EstimateDocument(const experiment::Cell& cell, const EstimateTarget& target)
+      : doc_(const_cast<toml::table&>(cell.document)) {  // restored by the destructor
+    const bool cuda = StandsFor(cell, target) == "cuda";
+    toml::table& device = TableAt(doc_, "device");
+    if (cuda) {
+      toml::table& allocator = TableAt(TableAt(doc_, "strategies"), "allocator");
+      if (allocator["plugin"].value_or(std::string("default")) == "default") {
+        Replace(allocator, "plugin", toml::value<std::string>("caching"));
+      }
+    }
+    Replace(device, "type", toml::value<std::string>("cpu"));
+    Replace(device, "index", std::nullopt);
+    if (!target.device.empty()) {
+      Replace(device, "memory_budget", std::nullopt);
+      Replace(device, "emulate_context", std::nullopt);
+      Replace(device, "emulate", toml::value<std::string>(target.device));
     }
   }
-  device.insert_or_assign("type", "cpu");
-  device.erase("index");
-  if (!target.device.empty()) {
-    device.erase("memory_budget");
-    device.erase("emulate_context");
-    device.insert_or_assign("emulate", target.device);
+  EstimateDocument(const EstimateDocument&) = delete;
+  EstimateDocument& operator=(const EstimateDocument&) = delete;
+  ~EstimateDocument() {
+    for (auto edit = edits_.rbegin(); edit != edits_.rend(); ++edit) {
+      edit->table->erase(edit->key);
+      if (toml::node* saved = edit->saved.get("v")) {
+        edit->table->insert(toml::key(edit->key, edit->key_region), std::move(*saved));
+      }
+    }
   }
-  return doc;
-}
+  const toml::table& document() const { return doc_; }
+
+ private:
+  struct Edit {
+    toml::table* table;
+    std::string key;
+    toml::table saved;  // the node the edit replaced, under "v" (none: the key was absent)
+    toml::source_region key_region;
+  };
+  // table[key] = value (nullopt: erased), the node it held kept to put back.
+  void Replace(toml::table& table, const std::string& key,
+               std::optional<std::unique_ptr<toml::node>> value) {
+    Edit edit{&table, key, {}, {}};
+    const auto it = table.find(key);
+    if (it == table.end() && !value) return;  // nothing to erase
+    if (it != table.end()) {
+      edit.key_region = it->first.source();
+      edit.saved.insert("v", std::move(it->second));
+      table.erase(it);
+    }
+    if (value) table.insert(key, std::move(**value));
+    edits_.push_back(std::move(edit));
+  }
+  template <typename T>
+  void Replace(toml::table& table, const std::string& key, toml::value<T> value) {
+    Replace(table, key,
+            std::optional<std::unique_ptr<toml::node>>(
+                std::make_unique<toml::value<T>>(std::move(value))));
+  }
+  void Replace(toml::table& table, const std::string& key, std::nullopt_t) {
+    Replace(table, key, std::optional<std::unique_ptr<toml::node>>());
+  }
+  toml::table& TableAt(toml::table& parent, const std::string& key) {
+    if (toml::table* table = parent[key].as_table()) return *table;
+    Replace(parent, key,
+            std::optional<std::unique_ptr<toml::node>>(std::make_unique<toml::table>()));
+    return *parent[key].as_table();
+  }
+
+  toml::table& doc_;
+  std::vector<Edit> edits_;
+};
 
 // Where the run's peak allocated bytes fall: the stage (and step) whose own peak is highest.
 void FindPeak(CellEstimate& e) {
@@ -131,16 +184,26 @@ void CheckTarget(const EstimateTarget& target) {
 }
 
 void CheckCell(const experiment::Cell& cell, const EstimateTarget& target) {
-  config::RunConfigFromTable(EstimateDocument(cell, target), cell.source,
-                             config::ReadFor::kEstimate);
+  const EstimateDocument document(cell, target);
+  try {
+    config::RunConfigFromTable(document.document(), cell.source, config::ReadFor::kEstimate);
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError(cell.InExperimentFile(e.what()));  // a cell file's: the user's
+  }
 }
 
 CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& target) {
   const bool cuda = StandsFor(cell, target) == "cuda";
-  CellEstimate e =
-      EstimateRun(config::RunConfigFromTable(EstimateDocument(cell, target), cell.source,
-                                             config::ReadFor::kEstimate),
-                  cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU, target.compute_capability);
+  config::RunConfig cfg;
+  {
+    // Read, not validated: EstimateRun validates it on the meta device, creating the plugins
+    // once (the plan's validation, CheckCell, created them once before).
+    const EstimateDocument document(cell, target);
+    cfg = config::ReadRunConfig(document.document(), cell.source, config::ReadFor::kEstimate);
+  }
+  CellEstimate e = EstimateRun(std::move(cfg), cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU,
+                               target.compute_capability);
+  e.message = cell.InExperimentFile(e.message);
   e.cell_index = cell.index;
   e.label = cell.Label();
   return e;

@@ -45,6 +45,33 @@ std::string EndingName(const std::vector<std::string>& parts, size_t n) {
   return name;
 }
 
+// "file:line:column" of a position ("" without one); `fallback` names the file when the
+// position does not.
+std::string PositionText(const toml::source_region& region, const std::string& fallback) {
+  if (region.begin.line == 0) return "";
+  return (region.path && !region.path->empty() ? *region.path : fallback) + ":" +
+         std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+}
+
+// Calls visit(dotted path, node, key position or nullptr) for every node under `node`, tables'
+// entries by key, arrays' by index.
+template <typename Visit>
+void ForEachNode(const toml::node& node, const std::string& path, const Visit& visit) {
+  if (const toml::table* table = node.as_table()) {
+    for (auto&& [key, value] : *table) {
+      const std::string at = path.empty() ? std::string(key.str()) : path + "." + std::string(key.str());
+      visit(at, value, &key.source());
+      ForEachNode(value, at, visit);
+    }
+  } else if (const toml::array* list = node.as_array()) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string at = path + "." + std::to_string(i);
+      visit(at, *list->get(i), nullptr);
+      ForEachNode(*list->get(i), at, visit);
+    }
+  }
+}
+
 template <typename T>
 T Required(const toml::table& metadata, const char* key, const std::string& text_name) {
   // value_exact: a number of another type (1e30 for an integer) is the wrong type, not converted.
@@ -70,6 +97,30 @@ std::string Cell::Describe() const {
   const std::string label = Label();
   return "cell " + std::to_string(index) + " (" + (label.empty() ? "" : label + ", ") + "repeat " +
          std::to_string(repeat) + ", seed " + std::to_string(seed) + ")";
+}
+
+std::string Cell::InExperimentFile(const std::string& message) const {
+  if (origins.empty()) return message;
+  // Every key of `origins` is "<cell file>:<line>:<column>": find the file's name, then read
+  // the position that follows it.
+  const std::string file = origins.begin()->first.substr(
+      0, origins.begin()->first.rfind(':', origins.begin()->first.rfind(':') - 1));
+  std::string out;
+  size_t done = 0;
+  for (size_t at = message.find(file + ":"); at != std::string::npos;
+       at = message.find(file + ":", at + 1)) {
+    size_t end = at + file.size() + 1;
+    const size_t line_end = message.find_first_not_of("0123456789", end);
+    if (line_end == std::string::npos || line_end == end || message[line_end] != ':') continue;
+    end = message.find_first_not_of("0123456789", line_end + 1);
+    if (end == std::string::npos) end = message.size();
+    if (end == line_end + 1) continue;
+    const auto origin = origins.find(message.substr(at, end - at));
+    if (origin == origins.end()) continue;
+    out += message.substr(done, at - done) + origin->second;
+    done = end;
+  }
+  return out + message.substr(done);
 }
 
 std::string ParamText(const nlohmann::json& value) {
@@ -126,6 +177,18 @@ std::string CellToToml(const Cell& cell) {
                        {"repeat", cell.repeat}, {"seed", static_cast<int64_t>(cell.seed)},
                        {"hash", cell.hash},     {"source", cell.source}};
   metadata.insert("params", JsonObjectToToml(cell.params));
+  // Where each value was set, for the messages of whoever reads the file (a worker).
+  toml::table origins;
+  ForEachNode(cell.document, "", [&](const std::string& path, const toml::node& node,
+                                     const toml::source_region*) {
+    std::string origin = PositionText(node.source(), cell.source);
+    if (!cell.origins.empty()) {  // a cell read from a cell file: its positions are that file's
+      const auto known = cell.origins.find(origin);
+      origin = known != cell.origins.end() ? known->second : "";
+    }
+    if (!origin.empty()) origins.insert(path, origin);
+  });
+  if (!origins.empty()) metadata.insert("origins", std::move(origins));
   toml::table root = cell.document;
   if (root.contains(kMetadataTable)) {
     throw config::ConfigError(cell.source + ": a cell document cannot have its own [cell] table");
@@ -152,8 +215,24 @@ Cell CellFromToml(std::string_view text, const std::string& text_name) {
   const std::string hash = Required<std::string>(*metadata, "hash", text_name);
   if (const toml::table* params = (*metadata)["params"].as_table())
     cell.params = TomlToJson(*params);
+  std::map<std::string, std::string> origin_of_path;
+  if (const toml::table* origins = (*metadata)["origins"].as_table()) {
+    for (auto&& [path, origin] : *origins) {
+      if (origin.is_string()) origin_of_path[std::string(path.str())] = origin.as_string()->get();
+    }
+  }
   root.erase(kMetadataTable);
   cell.document = std::move(root);
+  ForEachNode(cell.document, "", [&](const std::string& path, const toml::node& node,
+                                     const toml::source_region* key) {
+    const auto origin = origin_of_path.find(path);
+    if (origin == origin_of_path.end()) return;
+    for (const toml::source_region* region : {&node.source(), key}) {
+      if (region == nullptr) continue;
+      const std::string here = PositionText(*region, text_name);
+      if (!here.empty()) cell.origins.emplace(here, origin->second);
+    }
+  });
   cell.hash = CellHash(cell.document);
   if (cell.hash != hash) {
     throw config::ConfigError(text_name + ": the cell's content hashes to " + cell.hash +

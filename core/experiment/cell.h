@@ -33,6 +33,16 @@ struct Cell {
   // The hash of the cell whose losses this one is verified against ([experiment] reference:
   // the reference combination's cell with the same repeat); "" when the experiment names none.
   std::string reference_hash;
+  // A cell read from a cell file (CellFromToml): each position of a value or key in that file
+  // ("cell.toml:14:10") -> where the experiment file set the value ("x.toml:12:5", a [matrix]
+  // line for a matrix value), from the file's [cell] origins. Empty for a plan's own cells, whose
+  // values carry the experiment file's positions themselves.
+  std::map<std::string, std::string> origins;
+
+  // `message` with each position in the cell file that `origins` knows replaced by the
+  // experiment file's: what a worker's and an estimate's errors say, so that they point at the
+  // user's own line, not at a temporary cell file.
+  std::string InExperimentFile(const std::string& message) const;
 
   // "device.memory_budget=32MiB strategies.batching.micro_batch_size=2" (keys sorted, values as
   // ParamText writes them; "" without a matrix).
@@ -61,7 +71,8 @@ std::map<std::string, std::string> ShortParamNames(const std::vector<std::string
 // compact): equal content gives an equal hash on every machine, whatever the key order.
 std::string CellHash(const toml::table& document);
 
-// The document as TOML, preceded by a [cell] table holding the rest of the Cell.
+// The document as TOML, preceded by a [cell] table holding the rest of the Cell and, in
+// [cell.origins], the experiment file's position of each value (dotted path -> "x.toml:12:5").
 std::string CellToToml(const Cell& cell);
 // The inverse; `text_name` names the text in messages. Throws config::ConfigError for malformed
 // text, a missing [cell] table, or a hash that does not match the document.

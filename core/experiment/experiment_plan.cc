@@ -217,6 +217,53 @@ void ResolveReference(const toml::table& root, const std::string& source, Experi
   }
 }
 
+// The errors of a plan's cells, thrown together as a compiler reports them: one line per
+// distinct message, naming its cell (or its cells, when several share it: a mistake outside the
+// matrix is in every cell), the first kMaxCellErrors messages, then how many more there are.
+class CellErrors {
+ public:
+  void Add(const std::string& message, int64_t cell, const std::string& described) {
+    for (Group& group : groups_) {
+      if (group.message != message) continue;
+      group.cells.push_back(cell);
+      return;
+    }
+    groups_.push_back({message, described, {cell}});
+  }
+  void ThrowIfAny() const {
+    if (groups_.empty()) return;
+    std::string text;
+    for (size_t g = 0; g < groups_.size() && g < kMaxCellErrors; ++g) {
+      const Group& group = groups_[g];
+      text += (text.empty() ? "" : "\n") + group.message + "; in ";
+      if (group.cells.size() == 1) {
+        text += group.described;
+        continue;
+      }
+      text += "cells ";
+      for (size_t i = 0; i < group.cells.size() && i < kMaxCellErrors; ++i) {
+        text += (i == 0 ? "" : ", ") + std::to_string(group.cells[i]);
+      }
+      if (group.cells.size() > kMaxCellErrors) {
+        text += " and " + std::to_string(group.cells.size() - kMaxCellErrors) + " more";
+      }
+    }
+    if (groups_.size() > kMaxCellErrors) {
+      const size_t more = groups_.size() - kMaxCellErrors;
+      text += "\nand " + std::to_string(more) + " more " + (more == 1 ? "error" : "errors");
+    }
+    throw ConfigError(text);
+  }
+
+ private:
+  struct Group {
+    std::string message;    // without the cell
+    std::string described;  // its first cell, as Cell::Describe says
+    std::vector<int64_t> cells;
+  };
+  std::vector<Group> groups_;
+};
+
 }  // namespace
 
 void ValidateCellAsRun(const Cell& cell) { config::RunConfigFromTable(cell.document, cell.source); }
@@ -232,29 +279,36 @@ ExperimentPlan ParseExperimentPlan(std::string_view text, const std::string& sou
   plan.file_text = std::string(text);
   plan.combinations = static_cast<int64_t>(combinations.size());
   plan.varying_keys = VaryingKeys(base.spec);
+  // Every bad cell is reported, as a compiler reports every error: the plan is refused once all
+  // were looked at.
+  CellErrors errors;
+  size_t unbuilt = 0;  // combinations whose cells could not be built: one cell number each
   for (size_t c = 0; c < combinations.size(); ++c) {
     const size_t first = plan.cells.size();
     try {
       AddCells(text, source, overrides, base.spec, combinations[c], static_cast<int64_t>(c),
                plan.cells);
     } catch (const ConfigError& e) {
+      plan.cells.resize(first);  // none of the combination's cells
       Cell failed;
-      failed.index = static_cast<int64_t>(first);
+      failed.index = static_cast<int64_t>(first + unbuilt++);
       failed.params = CombinationParams(base.spec, combinations[c]);
       const std::string label = failed.Label();
-      throw ConfigError(std::string(e.what()) + "; in cell " + std::to_string(first) +
-                        (label.empty() ? "" : " (" + label + ")"));
+      errors.Add(e.what(), failed.index,
+                 "cell " + std::to_string(failed.index) + (label.empty() ? "" : " (" + label + ")"));
     }
   }
+  errors.ThrowIfAny();  // the checks below compare whole cells
   CheckDistinct(plan.cells, base.spec, source);
   ResolveReference(base.root, source, plan);
   for (const Cell& cell : plan.cells) {
     try {
       validate(cell);
     } catch (const ConfigError& e) {
-      throw ConfigError(std::string(e.what()) + "; in " + cell.Describe());
+      errors.Add(e.what(), cell.index, cell.Describe());
     }
   }
+  errors.ThrowIfAny();
   return plan;
 }
 

@@ -10,9 +10,12 @@
 //   }
 //
 // Errors are config::ConfigError ("file:line:column: what; what to do"); an error found in one
-// cell also names the cell.
+// cell also names the cell. Every bad cell is reported, not only the first: one line per
+// distinct message with its cell ("; in cell 3 (...)") or cells ("; in cells 0, 1, 2"), at most
+// kMaxCellErrors lines, then "and N more errors".
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -36,6 +39,9 @@ struct ExperimentPlan {
   std::string reference;
   std::optional<int64_t> reference_combination;
 };
+
+// The most distinct cell errors one refused plan lists in full.
+inline constexpr size_t kMaxCellErrors = 20;
 
 // Called for every cell before the plan is returned; throws config::ConfigError to reject it.
 using CellValidator = std::function<void(const Cell&)>;

@@ -101,6 +101,17 @@ std::string DescribeKilledWorker(const CellExit& exit, const std::optional<Worke
   return text;
 }
 
+// What a worker that refused its cell's input said: the message it wrote after "error: " (its
+// exit code 2, docs/cli.md), e.g. a plugin whose constructor threw in the worker alone; "" when
+// it did not.
+std::string WorkerRefusal(const CellExit& exit) {
+  if (exit.kind != CellExitKind::kExited || exit.code != 2) return "";
+  const std::string& tail = exit.stderr_tail;
+  const size_t at = tail.rfind("\nerror: ");
+  if (at != std::string::npos) return tail.substr(at + 8);
+  return tail.rfind("error: ", 0) == 0 ? tail.substr(7) : "";
+}
+
 Outcome Judge(const CellExit& exit, const std::string& result_path, double timeout_seconds,
               const std::optional<WorkerProgress>& last, int64_t oom_kills_before) {
   Outcome outcome;
@@ -125,6 +136,12 @@ Outcome Judge(const CellExit& exit, const std::string& result_path, double timeo
   const bool wrote_result = exit.kind == CellExitKind::kSignaled && outcome.result;
   if (!wrote_result) outcome.result.reset();
   outcome.status = RunStatus::kFailed;
+  // Its own message first, whole: the summary's error column and the log show the first line.
+  if (const std::string refusal = WorkerRefusal(exit); !refusal.empty() && !outcome.result) {
+    outcome.error = refusal + "\n(worker " + exit.Describe() +
+                    ": the cell passed validation before the sweep and was refused in its worker)";
+    return outcome;
+  }
   outcome.error = exit.kind == CellExitKind::kSignaled && exit.signal == SIGKILL
                       ? DescribeKilledWorker(exit, last, oom_kills_before, KernelOomKills())
                       : "worker " + exit.Describe();

@@ -29,7 +29,8 @@ std::string ConfigErrorOf(const std::string& text) {
 }
 
 // A constructor that refuses its parameters is pointed at like every other configuration
-// error: the file, the line of the plugin's own table, the table, then the plugin's message.
+// error: the file, the line and column of the parameter its message names, the plugin's table,
+// then the plugin's message; a message that names none of the table's keys, at the table.
 TEST(StrategyResolverTest, AConstructorErrorNamesTheLineAndThePluginsTable) {
   const std::string text = "[data]\npath = \"data/devils-dictionary.jsonl\"\n"
                            "[plugins]\npaths = [\"" + kFixtures + "/throwing_constructor\"]\n"
@@ -38,7 +39,7 @@ TEST(StrategyResolverTest, AConstructorErrorNamesTheLineAndThePluginsTable) {
                            "plugin = \"fixture-throwing-constructor\"\n"
                            "layers = 3\n";
   EXPECT_EQ(ConfigErrorOf(text),
-            kExperiment + ":6:1: [strategies.checkpointing] plugin 'fixture-throwing-constructor' "
+            kExperiment + ":8:10: [strategies.checkpointing] plugin 'fixture-throwing-constructor' "
                           "(checkpointing) could not be created: layers = 3 is more than this "
                           "fixture allows: use layers = 1");
   // Within its range it is created.

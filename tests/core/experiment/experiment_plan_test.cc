@@ -106,12 +106,13 @@ TEST(ExperimentPlanTest, ValidatorErrorsNameTheCellAndPointAtTheMatrixValue) {
   EXPECT_EQ(error, kSource +
                        ":4:26: [experiment] steps must be at least 1; in cell 1 "
                        "(experiment.steps=0, repeat 0, seed 1234)");
-  // A plugin's own range check names the plugin and the cell.
-  EXPECT_NE(ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 0]\n",
-                    ValidateCellAsRun)
-                .find("plugin 'default' (batching) could not be created: micro_batch_size must be "
-                      "at least 1; in cell 1 (strategies.batching.micro_batch_size=0"),
-            std::string::npos);
+  // A plugin's own range check names the plugin and the cell, at the matrix value that set the
+  // parameter its message names (the file has no [strategies.batching] table to point at).
+  EXPECT_EQ(ErrorOf(kData + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 0]\n",
+                    ValidateCellAsRun),
+            kSource + ":4:46: [strategies.batching] plugin 'default' (batching) could not be "
+                      "created: micro_batch_size must be at least 1; in cell 1 "
+                      "(strategies.batching.micro_batch_size=0, repeat 0, seed 1234)");
 
   const std::string typo =
       ErrorOf(kData + "[matrix]\n\"data.micro_batch_sise\" = [2]\n", ValidateCellAsRun);
@@ -126,12 +127,73 @@ TEST(ExperimentPlanTest, ValidatorErrorsNameTheCellAndPointAtTheMatrixValue) {
                                        }
                                      });
   EXPECT_EQ(custom, "8 rows do not fit; in cell 1 (data.micro_batch_size=8, repeat 0, seed 1234)");
-  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(calls, 3) << "the cells after a bad one are validated too";
 
   calls = 0;
   ParseExperimentPlan(kData + "[experiment]\nrepeats = 2\n[matrix]\n\"data.seq_len\" = [8, 16]\n",
                       kSource, {}, [&calls](const Cell&) { ++calls; });
   EXPECT_EQ(calls, 4) << "every cell is validated";
+}
+
+// Every bad cell is reported, as a compiler reports every error: one line per distinct message
+// with its cell, or its cells when they share it; at most kMaxCellErrors lines, then a count.
+TEST(ExperimentPlanTest, EveryBadCellIsReportedUpToALimit) {
+  EXPECT_EQ(ErrorOf(kData + "[matrix]\n\"experiment.steps\" = [0, 2, -1]\n", ValidateCellAsRun),
+            kSource + ":4:23: [experiment] steps must be at least 1; in cell 0 (experiment.steps=0, "
+                      "repeat 0, seed 1234)\n" +
+                kSource + ":4:29: [experiment] steps must be at least 1; in cell 2 "
+                          "(experiment.steps=-1, repeat 0, seed 1234)");
+  // A mistake outside the matrix is in every cell: said once.
+  EXPECT_EQ(ErrorOf(kData + "[optimizer]\nlr = 0\n[matrix]\n\"experiment.steps\" = [1, 2, 3]\n",
+                    ValidateCellAsRun),
+            kSource + ":4:6: [optimizer] lr must be positive; in cells 0, 1, 2");
+  // Cells the matrix cannot even build are among them.
+  const std::string unbuilt = ErrorOf(
+      kData + "[matrix]\n\"experiment.steps\" = [0, 2]\n\"experiment.seed\" = [1, 2]\n"
+              "[[matrix.include]]\n\"experiment.steps\" = 2\n\"experiment.repeats\" = 0\n",
+      ValidateCellAsRun);
+  EXPECT_NE(unbuilt.find("[experiment] repeats must be an integer of at least 1; in cells 2, 3"),
+            std::string::npos)
+      << unbuilt;
+  // Past the limit: the first kMaxCellErrors, then how many more.
+  std::string values;
+  for (int i = 0; i < 25; ++i) values += (i == 0 ? "" : ", ") + std::to_string(-i);
+  const std::string many =
+      ErrorOf(kData + "[matrix]\n\"experiment.steps\" = [" + values + "]\n", ValidateCellAsRun);
+  EXPECT_EQ(std::count(many.begin(), many.end(), '\n'), static_cast<long>(kMaxCellErrors)) << many;
+  EXPECT_NE(many.find("; in cell 19 (experiment.steps=-19, repeat 0, seed 1234)\nand 5 more "
+                      "errors"),
+            std::string::npos)
+      << many;
+  EXPECT_EQ(many.substr(many.rfind('\n') + 1), "and 5 more errors");
+}
+
+// A cell file keeps where the experiment file set each value: errors about a cell read from
+// one (a worker's) point at the experiment file's lines, a matrix value at its matrix line.
+TEST(ExperimentPlanTest, ACellReadFromItsFilePointsAtTheExperimentFilesLines) {
+  const ExperimentPlan plan = ParseExperimentPlan(
+      kData + "[optimizer]\nlr = 0\n[matrix]\n\"experiment.steps\" = [0]\n", kSource, {},
+      AcceptAll);
+  const auto error_of = [](const Cell& read) {
+    try {
+      config::RunConfigFromTable(read.document, kSource);
+    } catch (const config::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const Cell cell = CellFromToml(CellToToml(plan.cells[0]), "/tmp/work/cell.toml");
+  const std::string error = error_of(cell);
+  EXPECT_EQ(error.rfind("/tmp/work/cell.toml:", 0), 0u) << error;
+  EXPECT_EQ(cell.InExperimentFile(error),
+            kSource + ":6:23: [experiment] steps must be at least 1");
+  // Written again (a cell read from a file), it still knows the experiment file's positions.
+  const Cell again = CellFromToml(CellToToml(cell), "other.toml");
+  EXPECT_EQ(again.InExperimentFile(error_of(again)),
+            kSource + ":6:23: [experiment] steps must be at least 1");
+  // Positions it does not know, and other text, stay as they are.
+  EXPECT_EQ(cell.InExperimentFile("/tmp/work/cell.toml:999:1: x; /tmp/work/cell.toml: y"),
+            "/tmp/work/cell.toml:999:1: x; /tmp/work/cell.toml: y");
 }
 
 TEST(ExperimentPlanTest, HashIsTheCanonicalContent) {
