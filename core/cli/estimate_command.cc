@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cli/command.h"
+#include "core/cli/table_width.h"
 #include "core/config/config_error.h"
 #include "core/config/strategy_resolver.h"
 #include "core/estimate/blas_workspaces.h"
@@ -20,6 +21,8 @@
 #include "core/estimate/isolated_estimate.h"
 #include "core/experiment/experiment_plan.h"
 #include "core/memory/byte_size.h"
+#include "core/results/output_format.h"
+#include "core/results/table_fit.h"
 
 namespace memsweep::cli {
 namespace {
@@ -94,29 +97,89 @@ std::string Markdown(const std::vector<nlohmann::json>& rows) {
   return out.str();
 }
 
-std::string Table(const std::vector<nlohmann::json>& rows) {
-  std::ostringstream out;
-  out << std::left << std::setw(5) << "cell" << "  " << std::setw(11) << "status" << "  "
-      << std::setw(12) << "peak alloc" << "  " << std::setw(12) << "peak reserv" << "  "
-      << std::setw(12) << "params" << "  " << std::setw(12) << "grads" << "  " << std::setw(12)
-      << "optimizer" << "  " << std::setw(12) << "activations" << "  " << std::setw(20)
-      << "peak at" << "  " << std::setw(34) << "largest allocation" << "  verdict\n";
+// The table's columns, most important first (what a fitted table keeps; docs/estimate.md).
+const std::vector<std::string> kTableColumns = {
+    "cell",        "status",         "peak_allocated", "peak_reserved", "verdict",
+    "parameters",  "trainable",      "tokens/micro_batch", "tokens/step", "params",
+    "grads",       "optimizer",      "activations",    "peak_at",       "largest_allocation"};
+
+// "41,943,040": a count people read at a glance.
+std::string Grouped(int64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string grouped;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return grouped;
+}
+
+results::QueryResult TableRows(const std::vector<nlohmann::json>& rows) {
+  results::QueryResult table;
+  table.columns = kTableColumns;
   for (const nlohmann::json& j : rows) {
-    const bool figures = HasFigures(j);
-    const auto cell = [&](const char* key) { return figures ? Bytes(Int(j, key)) : std::string("-"); };
-    out << std::left << std::setw(5) << Int(j, "cell") << "  " << std::setw(11) << Str(j, "status")
-        << "  " << std::setw(12) << cell("peak_allocated_bytes") << "  " << std::setw(12)
-        << cell("peak_reserved_bytes") << "  " << std::setw(12) << cell("params_bytes") << "  "
-        << std::setw(12) << cell("grads_bytes") << "  " << std::setw(12) << cell("optimizer_bytes")
-        << "  " << std::setw(12) << cell("activations_bytes") << "  " << std::setw(20)
-        << (figures ? PeakAt(j) : "-") << "  " << std::setw(34) << (figures ? Largest(j) : "-")
-        << "  " << Verdict(j) << "\n";
+    const bool figures = HasFigures(j) && !j.value("oom_before_run", false);
+    const auto bytes = [&](const char* key) -> std::optional<std::string> {
+      if (!figures) return std::nullopt;
+      return Bytes(Int(j, key));
+    };
+    const auto count = [&](const char* key) -> std::optional<std::string> {
+      if (Int(j, key) <= 0) return std::nullopt;
+      return Grouped(Int(j, key));
+    };
+    std::vector<std::optional<std::string>> values = {
+        std::to_string(Int(j, "cell")),
+        Str(j, "status"),
+        bytes("peak_allocated_bytes"),
+        bytes("peak_reserved_bytes"),
+        Verdict(j),
+        count("parameters"),
+        count("trainable_params"),
+        count("tokens_per_micro_batch"),
+        count("tokens_per_step"),
+        bytes("params_bytes"),
+        bytes("grads_bytes"),
+        bytes("optimizer_bytes"),
+        bytes("activations_bytes"),
+        figures ? std::optional<std::string>(PeakAt(j)) : std::nullopt,
+        figures ? std::optional<std::string>(Largest(j)) : std::nullopt};
+    std::vector<results::ValueKind> kinds(values.size(), results::ValueKind::kText);
+    kinds[0] = results::ValueKind::kInteger;
+    for (size_t c = 0; c < values.size(); ++c) {
+      if (!values[c]) kinds[c] = results::ValueKind::kNull;
+    }
+    table.AddRow(std::move(values), std::move(kinds));
+  }
+  return table;
+}
+
+std::string Table(const std::vector<nlohmann::json>& rows, const TableWidthOptions& width) {
+  std::ostringstream out;
+  const results::QueryResult table = TableRows(rows);
+  // The verdict says what the row means: never cut.
+  const results::TableOptions table_options{.uncut = {"verdict"}};
+  if (width.wide) {
+    out << results::FormatTable(table, table_options);
+  } else {
+    const size_t columns = OutputColumns();
+    const results::FitOptions fit{.width = columns,
+                                  .importance = kTableColumns,
+                                  .columns = width.columns,
+                                  .table = table_options};
+    const results::FittedTable fitted = results::FitTable(table, fit);
+    out << fitted.text << results::LeftOutNote(fitted, columns);
   }
   out << "\n";
   for (const nlohmann::json& j : rows) {
     const std::string label = Str(j, "label");
     out << "cell " << Int(j, "cell") << ": " << (label.empty() ? "-" : label) << "  (" << Str(j, "target")
         << ", " << std::fixed << std::setprecision(2) << j.value("seconds", 0.0) << " s)\n";
+    if (Int(j, "parameters") > 0) {
+      out << "  " << Grouped(Int(j, "parameters")) << " parameters, "
+          << Grouped(Int(j, "trainable_params")) << " trainable; "
+          << Grouped(Int(j, "tokens_per_micro_batch")) << " tokens per micro-batch, "
+          << Grouped(Int(j, "tokens_per_step")) << " per optimizer step\n";
+    }
     // Several ranks: the figures above are rank 0's; each rank's peak, and the host pool's.
     if (j.contains("ranks")) {
       out << "  " << j["ranks"].size() << " ranks, peak allocated";
@@ -128,6 +191,12 @@ std::string Table(const std::vector<nlohmann::json>& rows) {
     }
     if (Int(j, "host_pool_peak_bytes") > 0) {
       out << "  offloaded to host memory: " << Bytes(Int(j, "host_pool_peak_bytes")) << "\n";
+    }
+    for (const nlohmann::json& warning : j.value("warnings", nlohmann::json::array())) {
+      // Wrapped to the terminal, indented under its cell.
+      std::istringstream lines(results::WrapText("warning: " + warning.get<std::string>(),
+                                                 OutputColumns() - 2));
+      for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
     }
     if (j.value("host_short", false)) {
       out << "  host memory: the workers need about " << Bytes(Int(j, "host_bytes")) << ", "
@@ -155,7 +224,8 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       "largest_allocation_stage", "blas_workspaces", "blas_workspace_bytes", "headroom_bytes",
       "marginal", "oom_requested_bytes", "oom_short_bytes", "oom_stage", "world_size",
       "host_pool_peak_bytes", "host_bytes", "host_available_bytes", "host_short", "message",
-      "seconds"};
+      "seconds", "parameters", "trainable_params", "seq_len", "tokens_per_micro_batch",
+      "tokens_per_step", "row_length_mean", "row_length_max", "oom_before_run", "warnings"};
   std::ostringstream out;
   for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << "\r\n";  // RFC 4180's line ends, as memsweep query writes them
@@ -164,6 +234,12 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
       out << (i ? "," : "");
       if (!j.contains(columns[i])) continue;
       const nlohmann::json& v = j[columns[i]];
+      if (v.is_array()) {  // warnings: one field, one per line
+        std::string joined;
+        for (const nlohmann::json& item : v) joined += (joined.empty() ? "" : "\n") + item.get<std::string>();
+        out << CsvField(joined);
+        continue;
+      }
       out << (v.is_string() ? CsvField(v.get<std::string>()) : v.dump());
     }
     out << "\r\n";
@@ -172,6 +248,7 @@ std::string Csv(const std::vector<nlohmann::json>& rows) {
 }
 
 ExitCode Estimate(const EstimateOptions& options) {
+  results::ResolveColumns(options.width.columns, kTableColumns, "the estimate table");
   config::RefuseFailedStartupPlugins();
   CheckHostMemorySetting();
   estimate::EstimateTarget target;
@@ -221,7 +298,7 @@ ExitCode Estimate(const EstimateOptions& options) {
   } else {
     std::cout << "experiment  " << plan.name << "\nsource      " << plan.source
               << "\nestimated on the meta device (docs/estimate.md)\n\n"
-              << Table(rows);
+              << Table(rows, options.width);
   }
   return failed ? ExitCode::kRunFailed : ExitCode::kOk;
 }
@@ -239,6 +316,7 @@ void AddEstimateCommand(CLI::App& app, EstimateOptions& options, ExitCode& exit_
   command->add_option("--arch", options.arch,
                       "Compute capability of the GPU that will run the cells (sm_90, 9.0): "
                       "sets the cuBLAS workspaces; default: the named card's");
+  AddTableWidthOptions(command, options.width);
   command->add_option("--format", options.format, "table (default), csv, json or markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown", "row"}));
   // memsweep run's own use (a runner with threads estimates a cell in a new process): the file

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cli/exit_code.h"
+#include "core/cli/table_width.h"
 
 namespace memsweep::cli {
 
@@ -24,6 +25,7 @@ struct EstimateOptions {
   std::string arch;                    // --arch sm_90|9.0|90: the GPU that runs the cells
   std::string source;  // --source FILE (hidden): `file` is one cell file of that experiment
   std::string auto_device;  // --auto-device cpu|cuda (hidden): the device an "auto" cell took
+  TableWidthOptions width;  // --wide, --columns (the table format)
 };
 
 // Registers the subcommand; when it runs, its exit code is stored in `exit_code`.

@@ -10,12 +10,15 @@
 #include <sstream>
 
 #include "core/cli/command.h"
+#include "core/cli/table_width.h"
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
 #include "core/config/strategy_resolver.h"
 #include "core/experiment/cell.h"
 #include "core/experiment/data_check.h"
 #include "core/experiment/experiment_plan.h"
+#include "core/results/table_fit.h"
+#include "core/train/row_preview.h"
 
 namespace memsweep::cli {
 namespace {
@@ -50,14 +53,53 @@ std::string CountText(int64_t n) {
   return grouped + " (" + readable.str() + ")";
 }
 
+// What plan says of one cell beyond its matrix values, from its validation.
+struct CellFacts {
+  std::pair<int64_t, int64_t> counts;  // (total, trainable) parameters, from the shapes
+  std::string oom_before_run;          // config::ValidatedRun::oom_before_run
+  std::string gpu_needed;              // a CUDA cell on a machine that cannot run it: why
+  std::string short_rows;              // train::ShortRowsWarning of the rows it will train
+};
+
+// From the plan's own validation of each cell (`runs`, LoadRunnablePlan's): no plugin is
+// created a second time.
+std::vector<CellFacts> FactsOf(const std::vector<config::ValidatedRun>& runs) {
+  std::vector<CellFacts> facts;
+  for (const config::ValidatedRun& run : runs) {
+    const train::RowLengths rows = train::PreviewRows(run.config, run.strategies);
+    facts.push_back({{run.config.model.llama.ParameterCount(), run.adapter.trainable_params},
+                     run.oom_before_run,
+                     run.config.device.gpu_needed,
+                     train::ShortRowsWarning(rows.mean, rows.longest, run.config.data.seq_len)});
+  }
+  return facts;
+}
+
+// Cells that will not train as they stand: an oom before the first step (the run records it
+// without training), a CUDA cell this machine cannot run. One line each; "" when none.
+std::string NotesText(const experiment::ExperimentPlan& plan, const std::vector<CellFacts>& facts) {
+  std::ostringstream out;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const int64_t index = plan.cells[i].index;
+    if (!facts[i].oom_before_run.empty()) {
+      out << "cell " << index << ": oom: " << facts[i].oom_before_run << "\n";
+    }
+    if (!facts[i].short_rows.empty()) out << "cell " << index << ": " << facts[i].short_rows << "\n";
+    if (!facts[i].gpu_needed.empty()) {
+      out << "cell " << index << ": needs a GPU to run ([device] type = \"cuda\"; here "
+          << facts[i].gpu_needed << "); `memsweep estimate " << plan.source
+          << "` estimates it on this machine\n";
+    }
+  }
+  return out.str();
+}
+
 // The model's parameters and how many train, from the shapes alone (the model is not built):
 // one line when every cell agrees, else one per cell.
-std::string ParametersText(const experiment::ExperimentPlan& plan) {
+std::string ParametersText(const experiment::ExperimentPlan& plan,
+                           const std::vector<CellFacts>& facts) {
   std::vector<std::pair<int64_t, int64_t>> counts;  // (total, trainable) per cell
-  for (const experiment::Cell& cell : plan.cells) {
-    const config::ValidatedRun run = config::ValidatedRunFromTable(cell.document, cell.source);
-    counts.emplace_back(run.config.model.llama.ParameterCount(), run.adapter.trainable_params);
-  }
+  for (const CellFacts& f : facts) counts.push_back(f.counts);
   const auto line = [](std::pair<int64_t, int64_t> c) {
     std::ostringstream out;
     out << CountText(c.first) << " in the model, " << CountText(c.second) << " trainable";
@@ -94,7 +136,9 @@ std::string ParametersText(const experiment::ExperimentPlan& plan) {
   return text;
 }
 
-std::string FormatPlan(const experiment::ExperimentPlan& plan) {
+std::string FormatPlan(const experiment::ExperimentPlan& plan,
+                       const std::vector<config::ValidatedRun>& runs) {
+  const std::vector<CellFacts> facts = FactsOf(runs);
   std::ostringstream out;
   const int64_t cells = static_cast<int64_t>(plan.cells.size());
   out << "experiment  " << plan.name << "\n";
@@ -104,7 +148,7 @@ std::string FormatPlan(const experiment::ExperimentPlan& plan) {
   std::string varying;
   for (const auto& key : plan.varying_keys) varying += (varying.empty() ? "" : ", ") + key;
   out << "varying     " << (varying.empty() ? "-" : varying) << "\n";
-  out << "parameters  " << ParametersText(plan) << "\n";
+  out << "parameters  " << ParametersText(plan, facts) << "\n";
   if (plan.reference_combination) {
     for (const experiment::Cell& cell : plan.cells) {
       if (cell.combination != *plan.reference_combination) continue;
@@ -126,6 +170,8 @@ std::string FormatPlan(const experiment::ExperimentPlan& plan) {
         << std::left << std::setw(static_cast<int>(seed_width)) << cell.seed << "  "
         << std::setw(16) << cell.hash << "  " << (label.empty() ? "-" : label) << "\n";
   }
+  const std::string notes = NotesText(plan, facts);
+  if (!notes.empty()) out << "\n" << results::WrapText(notes, OutputColumns());
   return out.str();
 }
 
@@ -153,9 +199,10 @@ std::string WriteCellFiles(const experiment::ExperimentPlan& plan, const std::st
 
 ExitCode Plan(const PlanOptions& options) {
   config::RefuseFailedStartupPlugins();
+  std::vector<config::ValidatedRun> runs;
   const experiment::ExperimentPlan plan =
-      experiment::LoadRunnablePlan(options.file, options.overrides);
-  std::cout << FormatPlan(plan);
+      experiment::LoadRunnablePlan(options.file, options.overrides, config::ReadFor::kPlan, &runs);
+  std::cout << FormatPlan(plan, runs);
   if (!options.cells_dir.empty()) std::cout << WriteCellFiles(plan, options.cells_dir);
   return ExitCode::kOk;
 }

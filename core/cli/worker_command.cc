@@ -101,7 +101,11 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
   // worker by a signal, and the runner then keeps the figures it wrote (core/sweep/sweep_runner).
   std::unique_ptr<train::Trainer> trainer_owner;
   const int rank = rank_env ? rank_env->rank : 0;
-  try {
+  if (!run.oom_before_run.empty()) {
+    // The device cannot hold the parameters: an oom with its reason, nothing trained.
+    result.status = train::RunStatus::kOom;
+    result.error = run.oom_before_run;
+  } else try {
     trainer_owner = std::make_unique<train::Trainer>(cfg, std::move(run.strategies));
     train::Trainer& trainer = *trainer_owner;  // validation's own strategy instances
     // Rank 0's history only: the ranks of a data-parallel run allocate alike (docs/snapshot.md).

@@ -62,6 +62,9 @@ struct DeviceSection {
   // Resolved at load time: "cpu" or "cuda" ("auto" in the file becomes one of them).
   std::string type = "cpu";
   bool auto_selected = false;  // type came from "auto"
+  // Read for `memsweep plan` (ReadFor::kPlan) on a machine where type = "cuda" cannot run: why
+  // ("no CUDA device is visible"); "" where the cell can run here.
+  std::string gpu_needed;
   int index = 0;    // cuda:index for a single process; ranks use cuda:LOCAL_RANK
   int threads = 0;  // 0 = every available core
   // How bf16 matrix products run on the CPU device (core/env/cpu_gemm.h).

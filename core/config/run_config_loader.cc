@@ -225,21 +225,29 @@ EmulatedGpu ReadEmulate(const TableReader& r, const toml::table& t) {
   return gpu;
 }
 
-void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& d) {
+void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& d,
+                ReadFor purpose) {
   TableReader r(source, "[device]", t,
                 {"type", "index", "threads", "memory_budget", "emulate", "emulate_context", "gemm",
                  "fp32_gemm", "world_size", "collective_timeout"});
   const env::CudaProbe& cuda = env::ProbeCuda();
+  // A plan of a CUDA cell on a machine without a usable GPU: the cell is read as CUDA's, and the
+  // checks against this machine's GPUs (their count, their size) are the run's.
+  bool gpu_here = cuda.usable();
   if (auto i = r.ReadChoice("type", {"cpu", "cuda", "auto"})) {
     // cuda needs a CUDA build, a driver and a device; auto takes cuda when all three hold.
     if (*i == 1 && !cuda.usable()) {
-      throw ConfigError(r.At("type") + " = \"cuda\": " + cuda.reason +
-                        ". Use type = \"cpu\" (with emulate or memory_budget to simulate a GPU's "
-                        "size), or \"auto\" to take a GPU only where there is one");
+      if (purpose != ReadFor::kPlan) {
+        throw ConfigError(r.At("type") + " = \"cuda\": " + cuda.reason +
+                          ". Use type = \"cpu\" (with emulate or memory_budget to simulate a "
+                          "GPU's size), or \"auto\" to take a GPU only where there is one");
+      }
+      d.gpu_needed = cuda.reason;
     }
     d.type = (*i == 1 || (*i == 2 && cuda.usable())) ? "cuda" : "cpu";
     d.auto_selected = *i == 2;
   }
+  gpu_here = gpu_here || d.type != "cuda";
   r.Read("world_size", d.world_size);
   if (d.world_size < 1 || d.world_size > 64) {
     throw ConfigError(r.At("world_size") + " must be between 1 and 64 (ranks on this machine)");
@@ -252,7 +260,7 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
       throw ConfigError(r.At("index") + " selects a CUDA device; this run uses the CPU device. "
                         "Delete the line, or set type = \"cuda\" on a machine with a GPU");
     }
-    if (index >= cuda.device_count) {
+    if (gpu_here && index >= cuda.device_count) {
       throw ConfigError(r.At("index") + " = " + std::to_string(index) + " but this machine has " +
                         std::to_string(cuda.device_count) + " CUDA device(s), numbered from 0");
     }
@@ -267,7 +275,7 @@ void ReadDevice(const std::string& source, const toml::table& t, DeviceSection& 
                       "memsweep was built without it (nccl.h not found beside LibTorch). Rebuild "
                       "with the nvidia-nccl package beside torch, or use type = \"cpu\"");
   }
-  if (d.type == "cuda" && d.world_size > cuda.device_count) {
+  if (d.type == "cuda" && gpu_here && d.world_size > cuda.device_count) {
     throw ConfigError(r.At("world_size") + " = " + std::to_string(d.world_size) + " ranks but " +
                       "this machine has " + std::to_string(cuda.device_count) + " CUDA device(s); "
                       "NCCL needs a GPU per rank. Lower world_size, or use type = \"cpu\"");
@@ -371,7 +379,7 @@ RunConfig ReadRunConfig(const toml::table& root, const std::string& source, Read
   ReadModel(source, Section(root, "model"), cfg.model);
   cfg.tokenizer_ids = ReadData(source, Section(root, "data"), cfg.data);
   ReadOptimizer(source, Section(root, "optimizer"), cfg.optimizer);
-  ReadDevice(source, Section(root, "device"), cfg.device);
+  ReadDevice(source, Section(root, "device"), cfg.device, purpose);
   ReadPluginPaths(source, Section(root, "plugins"), cfg.plugin_paths);
   ResolveStrategies(root, source, cfg);
   return cfg;
@@ -424,6 +432,26 @@ AdapterPlan CheckAdapter(const RunConfig& cfg, const plugin::StrategySet& strate
                       "(or \"zero1\", \"ddp\", \"none\") with an adapter");
   }
   return plan;
+}
+
+// "" when the device may hold the run; else why it cannot before a step: the model's fp32
+// parameters alone exceed its budget (a frozen base may be stored narrower or quantised: the
+// run measures it).
+std::string ParametersAloneExceed(const RunConfig& cfg, const AdapterPlan& adapter) {
+  const int64_t param_bytes =
+      cfg.model.llama.ParameterCount() * static_cast<int64_t>(sizeof(float));
+  if (!cfg.device.memory_budget_bytes || *cfg.device.memory_budget_bytes >= param_bytes ||
+      adapter.freezes_base) {
+    return "";
+  }
+  const std::string device =
+      cfg.device.emulate && cfg.device.emulate->name != "custom"
+          ? "the " + cfg.device.emulate->name + "'s usable " +
+                memory::FormatBytes(*cfg.device.memory_budget_bytes)
+          : memory::FormatBytes(*cfg.device.memory_budget_bytes) + " of device memory";
+  return "out of memory before the first step: the model's fp32 parameters alone need " +
+         memory::FormatBytes(param_bytes) + " of " + device +
+         " (not trained; a larger device, or an adapter that freezes the base, may fit)";
 }
 
 }  // namespace
@@ -524,16 +552,9 @@ ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose) {
     }
   }
   // (A frozen base may be stored narrower or quantised: the run measures it.)
-  const int64_t param_bytes = m.ParameterCount() * static_cast<int64_t>(sizeof(float));
-  if (cfg.device.memory_budget_bytes && *cfg.device.memory_budget_bytes < param_bytes &&
-      !adapter_plan.freezes_base) {
-    throw ConfigError(at + "[device] memory_budget = " +
-                      memory::FormatBytes(*cfg.device.memory_budget_bytes) +
-                      " is smaller than the model's fp32 parameters alone (" +
-                      memory::FormatBytes(param_bytes) +
-                      "): raise the budget or choose a smaller model");
-  }
-  return ValidatedRun{std::move(cfg), std::move(strategies), adapter_plan};
+  std::string oom_before_run = ParametersAloneExceed(cfg, adapter_plan);
+  return ValidatedRun{std::move(cfg), std::move(strategies), adapter_plan,
+                      std::move(oom_before_run)};
 }
 
 }  // namespace memsweep::config

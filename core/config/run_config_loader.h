@@ -31,7 +31,10 @@ RunConfig LoadRunConfig(const std::string& path, const std::vector<std::string>&
 // about that device: the estimate asks each about the meta device and the device it stands for
 // itself, and a refusal makes its cell `unsupported` (core/estimate/cell_estimate.h) — so a
 // CUDA-only plugin (precision/fp16) is estimated for CUDA and refused for the CPU.
-enum class ReadFor { kRun, kEstimate };
+// kPlan: `memsweep plan`'s reading — a run's, except that a cell of [device] type = "cuda" needs
+// no GPU on the machine that plans it: its DeviceSection::gpu_needed says why it could not run
+// here, and the checks that count this machine's GPUs wait for the run.
+enum class ReadFor { kRun, kEstimate, kPlan };
 
 // The same from text; `source` names it in messages and anchors relative paths.
 RunConfig ParseRunConfig(std::string_view text, const std::string& source,
@@ -54,6 +57,11 @@ struct ValidatedRun {
   plugin::StrategySet strategies;
   // What trains, from the model's shapes (the adapter slot's plan; every parameter without).
   AdapterPlan adapter;
+  // Why the run cannot fit its device before it starts ("" when it may): the model's fp32
+  // parameters alone exceed the device budget. Not an input error: a matrix over cards asks
+  // which of them fit, so such a cell is an `oom` with this reason (plan marks it, estimate and
+  // run record it without training).
+  std::string oom_before_run;
 };
 // Semantic checks that need no file positions; throws ConfigError naming `cfg.source`.
 ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose = ReadFor::kRun);

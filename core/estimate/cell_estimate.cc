@@ -21,17 +21,27 @@
 #include "core/memory/byte_size.h"
 #include "core/memory/rss.h"
 #include "core/memory/tracking_allocator.h"
+#include "core/train/row_preview.h"
 #include "core/train/trainer.h"
 #include "memsweep/stage.h"
 
 namespace memsweep::estimate {
 namespace {
 
+bool NamesACatalogGpu(const EstimateTarget& target) {
+  return !target.device.empty() && env::FindGpu(target.device) != nullptr;
+}
+
 // The device type a cell's estimate stands for: its own; an "auto" cell's the one it took (in
 // `memsweep run`), else the one it would take here — CUDA where this machine has a usable GPU, as
 // [device] type = "auto" decides when a run loads the cell.
+// A GPU of the catalog named with --device makes a cell without an explicit type = "cpu" a CUDA
+// cell: the question is that card, with its caching allocator and cuBLAS workspaces, not the
+// CPU's simulation of its size.
 std::string StandsFor(const experiment::Cell& cell, const EstimateTarget& target) {
-  const std::string type = cell.document["device"]["type"].value_or(std::string("cpu"));
+  const std::optional<std::string> written = cell.document["device"]["type"].value<std::string>();
+  if (NamesACatalogGpu(target) && written.value_or("auto") == "auto") return "cuda";
+  const std::string type = written.value_or("cpu");
   if (type != "auto") return type;
   if (!target.auto_device.empty()) return target.auto_device;
   return env::ProbeCuda().usable() ? "cuda" : "cpu";
@@ -206,8 +216,16 @@ CellEstimate EstimateCell(const experiment::Cell& cell, const EstimateTarget& ta
   e.message = cell.InExperimentFile(e.message);
   e.cell_index = cell.index;
   e.label = cell.Label();
+  if (NamesACatalogGpu(target) && !cuda) {
+    e.warnings.insert(e.warnings.begin(),
+                      "the file says [device] type = \"cpu\": estimated as the CPU's simulation "
+                      "of the " + target.device + "'s size (no caching-allocator rounding, no "
+                      "cuBLAS workspaces); delete the line or set type = \"auto\" to estimate "
+                      "the card itself");
+  }
   return e;
 }
+
 
 CellEstimate EstimateRun(config::RunConfig cfg, c10::DeviceType target, int compute_capability) {
   CellEstimate e = EstimateOnce(cfg, target, compute_capability);
@@ -258,6 +276,20 @@ CellEstimate EstimateOnce(config::RunConfig cfg, c10::DeviceType target, int com
     } catch (const config::ConfigError& error) {
       e.status = EstimateStatus::kUnsupported;
       e.message = error.what();
+      return done();
+    }
+    if (rank == 0) {
+      const data::DataConfig& d = run.config.data;
+      e.parameters = run.config.model.llama.ParameterCount();
+      e.trainable_params = run.adapter.trainable_params;
+      e.seq_len = d.seq_len;
+      e.tokens_per_micro_batch = d.micro_batch_size * d.seq_len;
+      e.tokens_per_step = e.tokens_per_micro_batch * d.accumulation_steps * world;
+    }
+    if (!run.oom_before_run.empty()) {  // no step could run: nothing to measure
+      e.status = EstimateStatus::kOom;
+      e.message = run.oom_before_run;
+      e.oom_before_run = true;
       return done();
     }
     // A cell's plugins are validated on meta tensors; the ones that cannot run on the device the
@@ -321,6 +353,17 @@ CellEstimate EstimateOnce(config::RunConfig cfg, c10::DeviceType target, int com
     e.run.oom = first_failure->oom;
   }
   FindPeak(e);
+  int64_t positions = 0, rows = 0;
+  for (const train::StepRecord& step : e.run.steps) {
+    positions += step.positions;
+    rows += step.rows;
+    e.row_length_max = std::max(e.row_length_max, step.longest_row);
+  }
+  if (rows > 0) e.row_length_mean = static_cast<double>(positions) / static_cast<double>(rows);
+  if (const std::string w = train::ShortRowsWarning(e.row_length_mean, e.row_length_max, e.seq_len);
+      !w.empty()) {
+    e.warnings.push_back(w);
+  }
   switch (e.run.status) {
     case train::RunStatus::kOk:
       e.status = e.budget_bytes > 0 ? EstimateStatus::kFits : EstimateStatus::kEstimated;

@@ -84,7 +84,26 @@ struct CellEstimate {
   int blas_workspaces = 0;
   int64_t blas_workspace_bytes = 0;
   double seconds = 0.0;    // how long the estimate took
+  // The model's parameters and those that train (from the shapes, as `memsweep plan` counts).
+  int64_t parameters = 0;
+  int64_t trainable_params = 0;
+  // Tokens as configured: a micro-batch's positions (micro_batch_size x seq_len) and an
+  // optimizer step's (x accumulation x ranks). The rows the run trained may be shorter (rows).
+  int64_t seq_len = 0;
+  int64_t tokens_per_micro_batch = 0;
+  int64_t tokens_per_step = 0;
+  // The rows the run trained: positions per row (padding included: what memory follows), mean
+  // and largest over every step's micro-batches; 0 where no step ran.
+  double row_length_mean = 0.0;
+  int64_t row_length_max = 0;
+  // The device cannot hold the model's parameters (config::ValidatedRun::oom_before_run): an
+  // oom found before the run, with no figures.
+  bool oom_before_run = false;
+  // What the reader must know beside the verdict ("" when nothing): rows well short of seq_len,
+  // an estimate of the CPU's simulation where a GPU was named.
+  std::vector<std::string> warnings;
 };
+
 
 // Checks `target.device` (throws config::ConfigError naming it and the GPUs known when it is
 // neither a catalog name nor a size).

@@ -29,9 +29,23 @@ nlohmann::json EstimateToJson(const CellEstimate& e) {
                       {"target", e.target},
                       {"budget_bytes", e.budget_bytes},
                       {"seconds", e.seconds}};
-  if (e.status != EstimateStatus::kEstimated && e.status != EstimateStatus::kFits &&
-      e.status != EstimateStatus::kOom) {
+  if (e.parameters > 0) {
+    j["parameters"] = e.parameters;
+    j["trainable_params"] = e.trainable_params;
+    j["seq_len"] = e.seq_len;
+    j["tokens_per_micro_batch"] = e.tokens_per_micro_batch;
+    j["tokens_per_step"] = e.tokens_per_step;
+  }
+  if (!e.warnings.empty()) j["warnings"] = e.warnings;
+  if (e.oom_before_run) j["oom_before_run"] = true;
+  if ((e.status != EstimateStatus::kEstimated && e.status != EstimateStatus::kFits &&
+       e.status != EstimateStatus::kOom) ||
+      e.oom_before_run) {
     return j;
+  }
+  if (e.row_length_max > 0) {
+    j["row_length_mean"] = e.row_length_mean;
+    j["row_length_max"] = e.row_length_max;
   }
   j["peak_allocated_bytes"] = m.peak_allocated_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;

@@ -26,12 +26,22 @@ bool TokenCacheHolds(const data::DataConfig& source) {
 }  // namespace
 
 ExperimentPlan LoadRunnablePlan(const std::string& path,
-                                const std::vector<std::string>& overrides) {
+                                const std::vector<std::string>& overrides,
+                                config::ReadFor purpose) {
+  return LoadRunnablePlan(path, overrides, purpose, nullptr);
+}
+
+ExperimentPlan LoadRunnablePlan(const std::string& path, const std::vector<std::string>& overrides,
+                                config::ReadFor purpose, std::vector<config::ValidatedRun>* runs) {
   // Collected while each cell is validated (once), read after every cell has passed.
   std::set<SourceKey> seen;
   std::vector<data::DataConfig> sources;  // in the order the cells first name them
-  const auto validate = [&seen, &sources](const Cell& cell) {
-    const data::DataConfig source = config::RunConfigFromTable(cell.document, cell.source).data;
+  if (runs != nullptr) runs->clear();
+  const auto validate = [&seen, &sources, purpose, runs](const Cell& cell) {
+    config::ValidatedRun run = config::ValidatedRunFromTable(cell.document, cell.source, purpose);
+    const data::DataConfig source = run.config.data;
+    // Cells are validated in order, and a plan with a bad cell is refused: one run per cell.
+    if (runs != nullptr) runs->push_back(std::move(run));
     if (source.format == data::DataFormat::kTokens) return;  // read by the validation itself
     const SourceKey key{source.path, source.format, source.text_field, source.train_on};
     if (seen.insert(key).second) sources.push_back(source);

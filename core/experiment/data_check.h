@@ -17,14 +17,23 @@
 #include <string>
 #include <vector>
 
+#include "core/config/run_config_loader.h"
 #include "core/experiment/experiment_plan.h"
 
 namespace memsweep::experiment {
 
 // LoadExperimentPlan (every cell validated as a run), then each distinct text data source of
 // its cells read once with data::CheckDocuments; throws the first data::DataError, whose message
-// names the file and line and says what to do.
+// names the file and line and says what to do. `purpose`: how each cell is read (ReadFor::kPlan
+// for `memsweep plan`, which needs no GPU for a CUDA cell).
 ExperimentPlan LoadRunnablePlan(const std::string& path,
-                                const std::vector<std::string>& overrides = {});
+                                const std::vector<std::string>& overrides = {},
+                                config::ReadFor purpose = config::ReadFor::kRun);
+// The same, keeping each cell's validated run in `runs` (one per cell, in the plan's order):
+// what validation found (the model's counts, the adapter's plan, the strategies it created) for
+// a caller that needs it, so that no plugin is created a second time. Without `runs` the
+// strategies are dropped once each cell has passed.
+ExperimentPlan LoadRunnablePlan(const std::string& path, const std::vector<std::string>& overrides,
+                                config::ReadFor purpose, std::vector<config::ValidatedRun>* runs);
 
 }  // namespace memsweep::experiment

@@ -10,6 +10,7 @@
 
 #include "core/memory/byte_size.h"
 #include "core/train/result_fields.h"
+#include "core/train/row_preview.h"
 
 namespace memsweep::report {
 namespace {
@@ -73,6 +74,14 @@ std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResul
   Row(out, "batch", std::to_string(r.data.micro_batch_size) + " x " +
                         std::to_string(r.data.accumulation_steps) + " accumulation, seq_len " +
                         std::to_string(r.data.seq_len));
+  if (s.row_length_max > 0) {
+    Row(out, "rows trained", Fixed(s.row_length_mean, 1) + " positions on average, longest " +
+                                 std::to_string(s.row_length_max) + ", " +
+                                 Fixed(s.tokens_per_row, 1) + " real tokens per row");
+    const std::string short_rows =
+        train::ShortRowsWarning(s.row_length_mean, s.row_length_max, r.data.seq_len);
+    if (!short_rows.empty()) out << "  warning: " << short_rows << "\n";
+  }
   std::string plugins;
   for (const auto& p : r.plugins) {
     if (p.slot == "callbacks") plugins += (plugins.empty() ? "" : ", ") + p.slot + "=" + p.name;

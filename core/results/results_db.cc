@@ -150,7 +150,7 @@ ResultsDb::ResultsDb(const std::string& path, Mode mode) : db_(OpenConnection(pa
   RefuseNewerSchema(db_, SchemaMigrations());  // before WAL: a newer file stays as it was
   EnableWriteAheadLog(db_);
   db_.Execute("PRAGMA synchronous = FULL");  // a committed run survives a power loss
-  MigrateSchema(db_, SchemaMigrations());
+  MigrateSchema(db_, SchemaMigrations(), SchemaViews());
 }
 
 int64_t ResultsDb::EnsureExperiment(const std::string& name, const std::string& source_path,

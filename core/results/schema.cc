@@ -7,7 +7,7 @@
 namespace memsweep::results {
 namespace {
 
-// Version 1: experiments, their runs, everything a run measured, and the run_summary view.
+// Version 1: experiments, their runs, everything a run measured.
 constexpr const char* kVersion1 = R"sql(
 CREATE TABLE experiments (
   id          INTEGER PRIMARY KEY,
@@ -131,38 +131,6 @@ CREATE TABLE run_metrics (
   oom_requested_bytes     INTEGER,
   oom_stage               TEXT
 );
-
-CREATE VIEW run_summary AS
-SELECT
-  e.name                 AS experiment,
-  r.id                   AS run_id,
-  r.cell_hash            AS cell_hash,
-  r.cell_index           AS cell_index,
-  r.repeat               AS repeat,
-  r.status               AS status,
-  r.error                AS error,
-  r.params_json          AS params,
-  m.peak_allocated_bytes AS peak_allocated_bytes,
-  m.peak_reserved_bytes  AS peak_reserved_bytes,
-  m.peak_rss_bytes       AS peak_rss_bytes,
-  m.params_bytes         AS params_bytes,
-  m.grads_bytes          AS grads_bytes,
-  m.optimizer_bytes      AS optimizer_bytes,
-  m.activations_bytes    AS activations_bytes,
-  m.tokens_per_s         AS tokens_per_s,
-  m.mfu                  AS mfu,
-  m.final_loss           AS final_loss,
-  m.step_time_median_s   AS step_time_median_s,
-  m.padding_fraction     AS padding_fraction,
-  r.experiment_id        AS experiment_id,
-  r.seed                 AS seed,
-  m.steps_completed      AS steps_completed,
-  m.wall_seconds         AS wall_seconds,
-  r.started_at           AS started_at,
-  r.finished_at          AS finished_at
-FROM runs AS r
-JOIN experiments AS e ON e.id = r.experiment_id
-LEFT JOIN run_metrics AS m ON m.run_id = r.id;
 )sql";
 
 // Version 2: loss-equivalence verification. What a run needs to be compared with a reference
@@ -193,43 +161,6 @@ CREATE TABLE verification (
   verified_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 CREATE INDEX verification_by_reference ON verification(reference_run_id);
-
-DROP VIEW run_summary;
-CREATE VIEW run_summary AS
-SELECT
-  e.name                 AS experiment,
-  r.id                   AS run_id,
-  r.cell_hash            AS cell_hash,
-  r.cell_index           AS cell_index,
-  r.repeat               AS repeat,
-  r.status               AS status,
-  r.error                AS error,
-  r.params_json          AS params,
-  m.peak_allocated_bytes AS peak_allocated_bytes,
-  m.peak_reserved_bytes  AS peak_reserved_bytes,
-  m.peak_rss_bytes       AS peak_rss_bytes,
-  m.params_bytes         AS params_bytes,
-  m.grads_bytes          AS grads_bytes,
-  m.optimizer_bytes      AS optimizer_bytes,
-  m.activations_bytes    AS activations_bytes,
-  m.tokens_per_s         AS tokens_per_s,
-  m.mfu                  AS mfu,
-  m.final_loss           AS final_loss,
-  m.step_time_median_s   AS step_time_median_s,
-  m.padding_fraction     AS padding_fraction,
-  r.experiment_id        AS experiment_id,
-  r.seed                 AS seed,
-  m.steps_completed      AS steps_completed,
-  m.wall_seconds         AS wall_seconds,
-  r.started_at           AS started_at,
-  r.finished_at          AS finished_at,
-  m.compute_dtype        AS compute_dtype,
-  v.verdict              AS verdict,
-  v.max_rel_deviation    AS max_rel_deviation
-FROM runs AS r
-JOIN experiments AS e ON e.id = r.experiment_id
-LEFT JOIN run_metrics AS m ON m.run_id = r.id
-LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
 // Version 3: one row per rank of a multi-process run (device.world_size > 1), written with the
@@ -316,45 +247,6 @@ ALTER TABLE environments ADD COLUMN fp32_gemm TEXT;
 // docs/metrics.md "MFU"). Runs recorded before keep NULL there.
 constexpr const char* kVersion7 = R"sql(
 ALTER TABLE run_metrics ADD COLUMN peak_flops_check TEXT;
-
-DROP VIEW run_summary;
-CREATE VIEW run_summary AS
-SELECT
-  e.name                 AS experiment,
-  r.id                   AS run_id,
-  r.cell_hash            AS cell_hash,
-  r.cell_index           AS cell_index,
-  r.repeat               AS repeat,
-  r.status               AS status,
-  r.error                AS error,
-  r.params_json          AS params,
-  m.peak_allocated_bytes AS peak_allocated_bytes,
-  m.peak_reserved_bytes  AS peak_reserved_bytes,
-  m.peak_rss_bytes       AS peak_rss_bytes,
-  m.params_bytes         AS params_bytes,
-  m.grads_bytes          AS grads_bytes,
-  m.optimizer_bytes      AS optimizer_bytes,
-  m.activations_bytes    AS activations_bytes,
-  m.tokens_per_s         AS tokens_per_s,
-  m.mfu                  AS mfu,
-  m.final_loss           AS final_loss,
-  m.step_time_median_s   AS step_time_median_s,
-  m.padding_fraction     AS padding_fraction,
-  r.experiment_id        AS experiment_id,
-  r.seed                 AS seed,
-  m.steps_completed      AS steps_completed,
-  m.wall_seconds         AS wall_seconds,
-  r.started_at           AS started_at,
-  r.finished_at          AS finished_at,
-  m.compute_dtype        AS compute_dtype,
-  v.verdict              AS verdict,
-  v.max_rel_deviation    AS max_rel_deviation,
-  m.host_pool_peak_bytes AS host_pool_peak_bytes,
-  m.peak_flops_check     AS peak_flops_check
-FROM runs AS r
-JOIN experiments AS e ON e.id = r.experiment_id
-LEFT JOIN run_metrics AS m ON m.run_id = r.id
-LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
 // Version 8: adapters (the adapter slot). How many of the run's parameters train and the bytes
@@ -366,47 +258,6 @@ ALTER TABLE run_metrics ADD COLUMN trainable_params_bytes INTEGER;
 ALTER TABLE run_metrics ADD COLUMN frozen_params_bytes INTEGER;
 ALTER TABLE run_ranks ADD COLUMN trainable_params_bytes INTEGER;
 ALTER TABLE run_ranks ADD COLUMN frozen_params_bytes INTEGER;
-
-DROP VIEW run_summary;
-CREATE VIEW run_summary AS
-SELECT
-  e.name                 AS experiment,
-  r.id                   AS run_id,
-  r.cell_hash            AS cell_hash,
-  r.cell_index           AS cell_index,
-  r.repeat               AS repeat,
-  r.status               AS status,
-  r.error                AS error,
-  r.params_json          AS params,
-  m.peak_allocated_bytes AS peak_allocated_bytes,
-  m.peak_reserved_bytes  AS peak_reserved_bytes,
-  m.peak_rss_bytes       AS peak_rss_bytes,
-  m.params_bytes         AS params_bytes,
-  m.grads_bytes          AS grads_bytes,
-  m.optimizer_bytes      AS optimizer_bytes,
-  m.activations_bytes    AS activations_bytes,
-  m.tokens_per_s         AS tokens_per_s,
-  m.mfu                  AS mfu,
-  m.final_loss           AS final_loss,
-  m.step_time_median_s   AS step_time_median_s,
-  m.padding_fraction     AS padding_fraction,
-  r.experiment_id        AS experiment_id,
-  r.seed                 AS seed,
-  m.steps_completed      AS steps_completed,
-  m.wall_seconds         AS wall_seconds,
-  r.started_at           AS started_at,
-  r.finished_at          AS finished_at,
-  m.compute_dtype        AS compute_dtype,
-  v.verdict              AS verdict,
-  v.max_rel_deviation    AS max_rel_deviation,
-  m.host_pool_peak_bytes AS host_pool_peak_bytes,
-  m.peak_flops_check     AS peak_flops_check,
-  m.trainable_params     AS trainable_params,
-  m.frozen_params_bytes  AS frozen_params_bytes
-FROM runs AS r
-JOIN experiments AS e ON e.id = r.experiment_id
-LEFT JOIN run_metrics AS m ON m.run_id = r.id
-LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
 // Version 9: the largest single allocation of a run (the loss slot made the logits a choice):
@@ -418,50 +269,6 @@ ALTER TABLE run_metrics ADD COLUMN largest_allocation_stage TEXT;
 ALTER TABLE run_metrics ADD COLUMN largest_allocation_step INTEGER;
 ALTER TABLE run_metrics ADD COLUMN largest_allocation_micro_batch INTEGER;
 ALTER TABLE run_metrics ADD COLUMN largest_allocation_what TEXT;
-
-DROP VIEW run_summary;
-CREATE VIEW run_summary AS
-SELECT
-  e.name                 AS experiment,
-  r.id                   AS run_id,
-  r.cell_hash            AS cell_hash,
-  r.cell_index           AS cell_index,
-  r.repeat               AS repeat,
-  r.status               AS status,
-  r.error                AS error,
-  r.params_json          AS params,
-  m.peak_allocated_bytes AS peak_allocated_bytes,
-  m.peak_reserved_bytes  AS peak_reserved_bytes,
-  m.peak_rss_bytes       AS peak_rss_bytes,
-  m.params_bytes         AS params_bytes,
-  m.grads_bytes          AS grads_bytes,
-  m.optimizer_bytes      AS optimizer_bytes,
-  m.activations_bytes    AS activations_bytes,
-  m.tokens_per_s         AS tokens_per_s,
-  m.mfu                  AS mfu,
-  m.final_loss           AS final_loss,
-  m.step_time_median_s   AS step_time_median_s,
-  m.padding_fraction     AS padding_fraction,
-  r.experiment_id        AS experiment_id,
-  r.seed                 AS seed,
-  m.steps_completed      AS steps_completed,
-  m.wall_seconds         AS wall_seconds,
-  r.started_at           AS started_at,
-  r.finished_at          AS finished_at,
-  m.compute_dtype        AS compute_dtype,
-  v.verdict              AS verdict,
-  v.max_rel_deviation    AS max_rel_deviation,
-  m.host_pool_peak_bytes AS host_pool_peak_bytes,
-  m.peak_flops_check     AS peak_flops_check,
-  m.trainable_params     AS trainable_params,
-  m.frozen_params_bytes  AS frozen_params_bytes,
-  m.largest_allocation_bytes AS largest_allocation_bytes,
-  m.largest_allocation_stage AS largest_allocation_stage,
-  m.largest_allocation_what  AS largest_allocation_what
-FROM runs AS r
-JOIN experiments AS e ON e.id = r.experiment_id
-LEFT JOIN run_metrics AS m ON m.run_id = r.id
-LEFT JOIN verification AS v ON v.run_id = r.id;
 )sql";
 
 // Version 10: every run's estimate (memsweep estimate's figures for the same cell, computed by
@@ -484,7 +291,31 @@ CREATE TABLE run_estimates (
   message              TEXT,
   seconds              REAL
 );
-DROP VIEW run_summary;
+)sql";
+
+// Version 11: a run's allocation history ([experiment] memory_history), the pickle PyTorch's
+// memory viewer opens (docs/snapshot.md), written by `memsweep snapshot`.
+constexpr const char* kVersion11 = R"sql(
+CREATE TABLE memory_snapshots (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  format TEXT NOT NULL,
+  events INTEGER NOT NULL,
+  bytes  BLOB NOT NULL
+);
+)sql";
+
+// Version 12: the rows a run trained (docs/metrics.md, "Short rows").
+constexpr const char* kVersion12 = R"sql(
+ALTER TABLE run_metrics ADD COLUMN row_length_mean REAL;
+ALTER TABLE run_metrics ADD COLUMN row_length_max INTEGER;
+ALTER TABLE run_metrics ADD COLUMN tokens_per_row REAL;
+)sql";
+
+// The views as this version declares them, made anew after any migration (each migration
+// changes tables only): run_summary, one row per run with what people query first (docs/results.md).
+// Columns are only ever appended, so that queries by position keep working across versions.
+constexpr const char* kCurrentViews = R"sql(
+DROP VIEW IF EXISTS run_summary;
 CREATE VIEW run_summary AS
 SELECT
   e.name                 AS experiment,
@@ -528,7 +359,10 @@ SELECT
   CASE WHEN r.status = 'ok' AND x.status IN ('fits', 'estimated') AND m.peak_allocated_bytes > 0
        THEN (x.peak_allocated_bytes - m.peak_allocated_bytes) * 1.0 / m.peak_allocated_bytes
   END                    AS estimate_error,
-  x.status               AS estimate_status
+  x.status               AS estimate_status,
+  m.row_length_mean      AS row_length_mean,
+  m.row_length_max       AS row_length_max,
+  m.tokens_per_row       AS tokens_per_row
 FROM runs AS r
 JOIN experiments AS e ON e.id = r.experiment_id
 LEFT JOIN run_metrics AS m ON m.run_id = r.id
@@ -536,18 +370,9 @@ LEFT JOIN verification AS v ON v.run_id = r.id
 LEFT JOIN run_estimates AS x ON x.run_id = r.id;
 )sql";
 
-// Version 11: a run's allocation history ([experiment] memory_history), the pickle PyTorch's
-// memory viewer opens (docs/snapshot.md), written by `memsweep snapshot`.
-constexpr const char* kVersion11 = R"sql(
-CREATE TABLE memory_snapshots (
-  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
-  format TEXT NOT NULL,
-  events INTEGER NOT NULL,
-  bytes  BLOB NOT NULL
-);
-)sql";
-
 }  // namespace
+
+const char* SchemaViews() { return kCurrentViews; }
 
 const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration> kMigrations = {{1, kVersion1}, {2, kVersion2},
@@ -555,7 +380,7 @@ const std::vector<Migration>& SchemaMigrations() {
                                                      {5, kVersion5}, {6, kVersion6},
                                                      {7, kVersion7}, {8, kVersion8},
                                                      {9, kVersion9}, {10, kVersion10},
-                                                     {11, kVersion11}};
+                                                     {11, kVersion11}, {12, kVersion12}};
   return kMigrations;
 }
 
@@ -565,7 +390,8 @@ void RefuseNewerSchema(SqliteConnection& db, const std::vector<Migration>& migra
   if (seen > latest) throw NewerThanKnown(db.path(), seen, latest);
 }
 
-void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migrations) {
+void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migrations,
+                   const char* views) {
   const int64_t latest = migrations.empty() ? 0 : migrations.back().version;
   // Cheap check first, so that opening an up-to-date file takes no write lock.
   const int64_t seen = db.IntegerPragma("user_version");
@@ -580,6 +406,7 @@ void MigrateSchema(SqliteConnection& db, const std::vector<Migration>& migration
     if (migration.version <= current) continue;
     db.Execute(migration.sql);
   }
+  if (views != nullptr) db.Execute(views);
   db.Execute("PRAGMA user_version = " + std::to_string(latest));
   transaction.Commit();
 }

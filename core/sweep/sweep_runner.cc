@@ -22,6 +22,7 @@
 #include "core/sweep/cell_process.h"
 #include "core/sweep/progress_line.h"
 #include "core/sweep/worker_result.h"
+#include "core/train/row_preview.h"
 
 namespace memsweep::sweep {
 namespace fs = std::filesystem;
@@ -451,7 +452,11 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
     }
     Outcome outcome;
     double seconds = 0;
-    if (estimate && estimate->value("host_short", false)) {
+    if (estimate && estimate->value("oom_before_run", false)) {
+      // The device cannot hold the parameters (a matrix over cards): an oom, no worker started.
+      outcome.status = RunStatus::kOom;
+      outcome.error = estimate->value("message", std::string());
+    } else if (estimate && estimate->value("host_short", false)) {
       outcome.status = RunStatus::kFailed;
       outcome.error = HostShortError(*estimate);
     } else {
@@ -519,6 +524,17 @@ SweepSummary RunSweep(const experiment::ExperimentPlan& plan, const SweepOptions
       const std::string first_line = outcome.error.substr(0, outcome.error.find('\n'));
       spdlog::info("[{}/{}] {}{}{}", i + 1, summary.cells, status,
                    outcome.error.empty() ? "" : ": ", first_line);
+    }
+    if (outcome.result) {  // rows well short of seq_len: said under the cell's line
+      const nlohmann::json& r = *outcome.result;
+      const nlohmann::json run_summary = r.value("summary", nlohmann::json::object());
+      const std::string short_rows = train::ShortRowsWarning(
+          run_summary.value("row_length_mean", 0.0), run_summary.value("row_length_max", int64_t{0}),
+          r.value("batches", nlohmann::json::object()).value("seq_len", int64_t{0}));
+      if (!short_rows.empty()) {
+        progress.Clear();
+        spdlog::warn("[{}/{}] {}", i + 1, summary.cells, short_rows);
+      }
     }
     KeepResultAndClearWork(paths, outcome, CellFilesDirectory(options.db_path, plan.name), cell,
                            plan.name);

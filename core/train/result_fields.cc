@@ -10,6 +10,7 @@ const char* UnitName(Unit unit) {
     case Unit::kTokensPerSecond: return "tokens/s";
     case Unit::kFlopsPerSecond: return "FLOP/s";
     case Unit::kFlopsPerToken: return "FLOP/token";
+    case Unit::kTokens: return "tokens";
     case Unit::kFraction: return "fraction";
     case Unit::kNats: return "nats";
     case Unit::kText: return "text";
@@ -32,6 +33,9 @@ const std::vector<ResultField<RunSummary>>& SummaryFields() {
       {"peak_flops_check", Unit::kText, &S::peak_flops_check},
       {"final_loss", Unit::kNats, &S::final_loss},
       {"padding_fraction", Unit::kFraction, &S::padding_fraction},
+      {"row_length_mean", Unit::kTokens, &S::row_length_mean},
+      {"row_length_max", Unit::kTokens, &S::row_length_max},
+      {"tokens_per_row", Unit::kTokens, &S::tokens_per_row},
       {"parameters", Unit::kCount, &S::parameters},
       {"trainable_params", Unit::kCount, &S::trainable_params},
       {"wall_seconds", Unit::kSeconds, &S::wall_seconds}};

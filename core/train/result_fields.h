@@ -27,6 +27,7 @@ enum class Unit : uint8_t {
   kTokensPerSecond,
   kFlopsPerSecond,
   kFlopsPerToken,
+  kTokens,    // a length in tokens (positions)
   kFraction,  // a ratio in [0, 1]
   kNats,      // cross-entropy loss
   kText,

@@ -24,6 +24,7 @@ struct StepRecord {
   int64_t tokens = 0;           // real (non-padding) target tokens in the step
   int64_t positions = 0;        // positions computed, padding included
   int64_t rows = 0;             // rows (sequences of the model's input) over all micro-batches
+  int64_t longest_row = 0;      // positions of the step's longest row (padding included)
   double seconds = 0.0;         // wall time of the whole step
   double lr = 0.0;
   double grad_norm = 0.0;       // global L2 norm before clipping
@@ -104,6 +105,12 @@ struct RunSummary {
   std::string peak_flops_check;
   double final_loss = 0.0;
   double padding_fraction = 0.0;  // padding positions / all positions
+  // The rows the run trained, over every step (warm-up included): positions per row (padding
+  // included), mean and largest, and real target tokens per row. Well under seq_len means the
+  // documents are shorter than a row (docs/metrics.md, "Short rows").
+  double row_length_mean = 0.0;
+  int64_t row_length_max = 0;
+  double tokens_per_row = 0.0;
   int64_t parameters = 0;
   int64_t trainable_params = 0;  // elements of the parameters that train (all without adapter)
   // What an adapter changes in the training FLOPs per token (not stored): +6 per trainable

@@ -23,10 +23,12 @@ void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
                            : 0;
   std::vector<double> times;
   double seconds = 0.0;
-  int64_t tokens = 0, positions = 0, rows = 0, all_tokens = 0, all_positions = 0;
+  int64_t tokens = 0, positions = 0, rows = 0, all_tokens = 0, all_positions = 0, all_rows = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     all_tokens += steps[i].tokens;
     all_positions += steps[i].positions;
+    all_rows += steps[i].rows;
+    summary.row_length_max = std::max(summary.row_length_max, steps[i].longest_row);
     if (i < first) continue;
     times.push_back(steps[i].seconds);
     seconds += steps[i].seconds;
@@ -49,6 +51,10 @@ void FillThroughput(const std::vector<StepRecord>& steps, int64_t warmup_steps,
   summary.padding_fraction =
       all_positions > 0 ? 1.0 - static_cast<double>(all_tokens) / all_positions : 0.0;
   summary.parameters = model.ParameterCount();
+  if (all_rows > 0) {
+    summary.row_length_mean = static_cast<double>(all_positions) / static_cast<double>(all_rows);
+    summary.tokens_per_row = static_cast<double>(all_tokens) / static_cast<double>(all_rows);
+  }
 }
 
 void CheckMfuAgainstPeak(RunSummary& summary, const std::function<double()>& remeasure) {

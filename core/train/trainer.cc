@@ -490,6 +490,7 @@ class RunLoop {
       record.tokens += batch.real_tokens;
       record.positions += batch.positions;
       record.rows += batch.Rows();
+      record.longest_row = std::max(record.longest_row, batch.input_ids.size(1));
       if (i % world_ == rank_) {
         MoveToDevice(batch, device_);
         micro_batches.push_back(std::move(batch));
@@ -740,6 +741,17 @@ RunResult Trainer::Run() {
         result.status = RunStatus::kOom;
         result.error = WithoutBacktrace(e);
         result.oom = meter.LastOom();
+        // Before any optimizer step ended the breakdown has no model state yet: take the one
+        // held at the failing request, so that parameters, gradients and optimizer state are
+        // not counted as activations.
+        if (result.memory.params_bytes == 0) {
+          const ModelState held = MeasureModelState(state);
+          result.memory.params_bytes = held.params_bytes;
+          result.memory.trainable_params_bytes = held.trainable_params_bytes;
+          result.memory.frozen_params_bytes = held.params_bytes - held.trainable_params_bytes;
+          result.memory.grads_bytes = held.grads_bytes;
+          result.memory.optimizer_bytes = held.optimizer_bytes;
+        }
       } catch (const c10::Error& e) {
         result.status = RunStatus::kFailed;
         result.error = WithoutBacktrace(e);

@@ -396,3 +396,37 @@ TEST(ResultsDbTest, StatusNamesRoundTrip) {
 
 }  // namespace
 }  // namespace memsweep::results
+
+namespace memsweep::results {
+namespace {
+
+std::string ViewSql(const std::string& path) {
+  SqliteConnection db(path, SqliteConnection::Access::kReadWriteCreate);
+  SqliteStatement statement =
+      db.Prepare("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'run_summary'");
+  return statement.Step() ? statement.ColumnText(0) : "";
+}
+
+// The views are declared once, as the current version has them: a file created by version 1
+// and migrated gets the same run_summary as a new file (every column a run records reaches it,
+// the rows a run trained included).
+TEST(SchemaViewsTest, AMigratedFileHasTheSameViewsAsANewOne) {
+  const std::string old_path = testing_support::FreshDbPath("old.db");
+  {
+    SqliteConnection v1(old_path, SqliteConnection::Access::kReadWriteCreate);
+    MigrateSchema(v1, {SchemaMigrations().front()});
+  }
+  { ResultsDb migrating(old_path, ResultsDb::Mode::kReadWrite); }
+  const std::string new_path =
+      (std::filesystem::path(old_path).parent_path() / "new.db").string();
+  { ResultsDb fresh(new_path, ResultsDb::Mode::kReadWrite); }
+  const std::string fresh = ViewSql(new_path);
+  EXPECT_NE(fresh.find("tokens_per_row"), std::string::npos) << fresh;
+  EXPECT_EQ(ViewSql(old_path), fresh);
+  for (const Migration& m : SchemaMigrations()) {
+    EXPECT_EQ(std::string(m.sql).find("VIEW"), std::string::npos) << "migration " << m.version;
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::results
