@@ -244,8 +244,4 @@ data::DataConfig EffectiveDataConfig(const data::DataConfig& data,
   return effective;
 }
 
-data::DataConfig EffectiveDataConfig(const RunConfig& cfg) {
-  return EffectiveDataConfig(cfg.data, InstantiateStrategies(cfg), cfg.source);
-}
-
 }  // namespace memsweep::config

@@ -37,9 +37,6 @@ void ResolveStrategies(const toml::table& root, const std::string& source, RunCo
 data::DataConfig EffectiveDataConfig(const data::DataConfig& data,
                                      const plugin::StrategySet& strategies,
                                      const std::string& source);
-// cfg.data as cfg's batching strategy configures it (creates cfg's strategies; a validated
-// RunConfig's data already is).
-data::DataConfig EffectiveDataConfig(const RunConfig& cfg);
 // Creates the strategies of cfg.strategies. A constructor's error is a ConfigError that names
 // the plugin and the table it was configured in (StrategyChoice::origin).
 plugin::StrategySet InstantiateStrategies(const RunConfig& cfg);

@@ -36,7 +36,6 @@ class AdamW {
   const std::vector<at::Tensor>& Parameters() const { return params_; }
   // Every state tensor (for the memory breakdown).
   std::vector<at::Tensor> StateTensors() const;
-  int64_t StepCount() const { return step_; }
 
  private:
   std::vector<at::Tensor> params_;

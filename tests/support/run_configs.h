@@ -45,7 +45,7 @@ inline std::vector<double> Losses(const train::RunResult& result) {
 // The rounding path of one optimizer step of `cfg` (LlamaStepPathTerms): its model, its rows'
 // length and the tokens of a step (rows × accumulation, padding included: an upper bound).
 inline int64_t StepPathTerms(const config::RunConfig& cfg) {
-  const data::DataConfig data = config::EffectiveDataConfig(cfg);
+  const data::DataConfig& data = cfg.data;  // as validation's batching strategy configured it
   return LlamaStepPathTerms(cfg.model.llama, data.seq_len,
                             data.seq_len * data.micro_batch_size * data.accumulation_steps);
 }

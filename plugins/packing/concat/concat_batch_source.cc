@@ -21,14 +21,12 @@ data::TokenSequences LoadChecked(const data::DataConfig& config) {
 ConcatBatchSource::ConcatBatchSource(const data::DataConfig& config, uint64_t seed)
     : config_(config), sequences_(LoadChecked(config)), order_(sequences_.Count(), seed) {
   current_ = order_.Next();
-  documents_started_ = 1;
 }
 
 int32_t ConcatBatchSource::NextToken() {
   if (offset_ == sequences_.Length(current_)) {
     current_ = order_.Next();
     offset_ = 0;
-    ++documents_started_;
   }
   return sequences_.Data(current_)[offset_++];
 }

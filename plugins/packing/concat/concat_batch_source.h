@@ -30,7 +30,6 @@ class ConcatBatchSource final : public data::BatchSource {
 
   data::Batch Next() override;
 
-  int64_t DocumentsStarted() const { return documents_started_; }
 
  private:
   int32_t NextToken();
@@ -40,7 +39,6 @@ class ConcatBatchSource final : public data::BatchSource {
   data::EpochOrder order_;
   int64_t current_ = 0;  // the document being read
   int64_t offset_ = 0;   // next token of it
-  int64_t documents_started_ = 0;
   std::vector<int32_t> carry_;  // the last token of the previous row
 };
 

@@ -27,7 +27,7 @@ TEST(BatchingDefaultTest, ConfiguresTheBatchShape) {
       TinyRun(1, {"strategies.batching.micro_batch_size=3", "strategies.batching.seq_len=48",
                   "strategies.batching.accumulation_steps=5",
                   "strategies.batching.padding=max_length"});
-  const data::DataConfig data = config::EffectiveDataConfig(cfg);
+  const data::DataConfig& data = cfg.data;  // validated: as the plugin configured it
   EXPECT_EQ(data.micro_batch_size, 3);
   EXPECT_EQ(data.seq_len, 48);
   EXPECT_EQ(data.accumulation_steps, 5);
