@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/config/plugin_params_validation.h"
@@ -44,6 +45,28 @@ TEST_F(FixtureRegistryTest, RejectsWrongAbiVersion) {
             kDir + "/fixture_wrong_abi.so: incompatible plugin:\n"
                    "  ABI version: expected " + std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION) + ", found 999\n"
                    "  rebuild it against this memsweep's SDK");
+}
+
+// docs/plugin-guide.md quotes the ABI version in its text and in the load errors it shows.
+TEST(PluginGuideDoc, QuotesTheCurrentAbiVersion) {
+  std::ifstream guide(MEMSWEEP_SOURCE_DIR "/docs/plugin-guide.md");
+  ASSERT_TRUE(guide.good()) << "docs/plugin-guide.md";
+  const std::string version = std::to_string(MEMSWEEP_PLUGIN_ABI_VERSION);
+  int quoted = 0;
+  bool states_it = false;
+  for (std::string line; std::getline(guide, line);) {
+    if (line.find("`MEMSWEEP_PLUGIN_ABI_VERSION` is **" + version + "**") != std::string::npos) {
+      states_it = true;
+    }
+    const std::string expected = "ABI version: expected ";
+    for (size_t at = line.find(expected); at != std::string::npos;
+         at = line.find(expected, at + 1)) {
+      ++quoted;
+      EXPECT_EQ(line.substr(at + expected.size(), version.size() + 1), version + ",") << line;
+    }
+  }
+  EXPECT_TRUE(states_it) << "no \"`MEMSWEEP_PLUGIN_ABI_VERSION` is **" << version << "**\"";
+  EXPECT_GE(quoted, 2) << "the load-errors table and the example quote the message";
 }
 
 TEST_F(FixtureRegistryTest, ReportsEveryFingerprintMismatchInOneMessage) {
