@@ -26,8 +26,15 @@ guide_block cmake > "$work/example/CMakeLists.txt"
   echo "FAIL: docs/plugin-guide.md has no example code blocks"; exit 1; }
 sed "s#@MEMSWEEP_SOURCE_DIR@#$source_dir#" "$source_dir/tests/sdk/example_plugin/experiment.toml" \
   > "$work/example/experiment.toml"
+# Configured as the guide says, with no build type: find_package(memsweep) makes it Release.
 cmake -S "$work/example" -B "$work/example/build" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+grep -qx "CMAKE_BUILD_TYPE:STRING=Release" "$work/example/build/CMakeCache.txt" || {
+  echo "FAIL: the example's build type is not Release by default:"
+  grep "^CMAKE_BUILD_TYPE" "$work/example/build/CMakeCache.txt"; exit 1; }
+ninja -C "$work/example/build" -t commands peak_logger.so | grep -- " -O3 .*plugin.cc" >/dev/null || {
+  echo "FAIL: the example plugin is not compiled optimised:"
+  ninja -C "$work/example/build" -t commands peak_logger.so; exit 1; }
 cmake --build "$work/example/build" >/dev/null
 
 "$work/prefix/bin/memsweep" plugins --path "$work/example/build/peak_logger.so" \
