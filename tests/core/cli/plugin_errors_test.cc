@@ -1,6 +1,6 @@
 // What a third-party plugin's author meets through the memsweep binary: a constructor's range
-// error points at the parameter's own line in `estimate` as in `plan`, and `estimate` creates
-// each plugin as few times as it can (counted by the counting fixture, one line per
+// error points at the parameter's own line in `estimate` as in `plan`, and `plan` and `estimate`
+// create each plugin as few times as they can (counted by the counting fixture, one line per
 // construction in its file, whatever process constructs it).
 #include <gtest/gtest.h>
 
@@ -90,6 +90,15 @@ TEST(PluginErrorsTest, EstimateCreatesEachPluginTwicePerCell) {
   const Outcome estimate = RunMemsweep("estimate " + CountingExperiment(dir, count).string());
   ASSERT_EQ(estimate.exit_code, 0) << estimate.output;
   EXPECT_EQ(Lines(count), 4u) << "estimate: validation and the estimate's run, per cell";
+}
+
+// `plan` creates each cell's plugins once: its validation, which what it prints comes from.
+TEST(PluginErrorsTest, PlanCreatesEachPluginOncePerCell) {
+  const fs::path dir = FreshTempDir("plan_construction_count");
+  const fs::path count = dir / "count.txt";
+  const Outcome plan = RunMemsweep("plan " + CountingExperiment(dir, count).string());
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_EQ(Lines(count), 2u) << "plan: one construction per cell";
 }
 
 }  // namespace
