@@ -15,6 +15,7 @@
 #include "core/page/report_charts.h"
 #include "core/page/svg_chart.h"
 #include "core/report/run_report.h"
+#include "core/results/table_fit.h"
 
 #ifndef MEMSWEEP_VERSION
 #define MEMSWEEP_VERSION "unknown"
@@ -28,7 +29,8 @@ using results::QueryResult;
 constexpr const char* kStyle = R"css(
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
        color: #1a1a1a; background: #fff; }
-header, section, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
+header, section, footer { max-width: 1480px; margin: 0 auto; padding: 0 24px; }
+p, details { max-width: 1132px; }
 header { padding-top: 18px; }
 h1 { font-size: 24px; margin: 8px 0 2px; }
 h2 { font-size: 20px; margin: 34px 0 4px; padding-top: 12px; border-top: 3px solid #08306b; }
@@ -36,14 +38,14 @@ h3 { font-size: 15px; margin: 22px 0 6px; }
 .meta, .explain { color: #444; margin: 2px 0 8px; }
 nav a { margin-right: 14px; }
 table { border-collapse: collapse; margin: 6px 0 10px; font-size: 12.5px; }
-th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
+th, td { padding: 3px 5px; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; position: sticky; top: 0; }
 table.sortable th { cursor: pointer; }
 table.sortable th::after { content: " \2195"; color: #888; }
 span.kv { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.bad td { background: #fff0f0; }
-td.error { min-width: 260px; max-width: 460px; white-space: pre-wrap; font-size: 12px; color: #7a0000; }
+td.error { min-width: 200px; max-width: 460px; white-space: pre-wrap; font-size: 12px; color: #7a0000; }
 .status-ok { color: #0a5c2a; font-weight: 600; }
 .status-oom, .status-failed, .status-timeout { color: #a50f15; font-weight: 700; }
 .scroll { overflow-x: auto; }
@@ -118,6 +120,10 @@ constexpr const char* kScript = R"js(
       svg.dataset.visible = visible;
       svg.dataset.drawn = drawn;
     });
+    // How far each table runs past its box (0: it fits the page's width).
+    document.querySelectorAll('div.scroll').forEach(function (box) {
+      box.dataset.overflow = Math.max(0, box.scrollWidth - box.clientWidth);
+    });
     document.documentElement.dataset.resources = performance.getEntriesByType('resource').length;
     document.documentElement.dataset.ready = '1';
   });
@@ -186,6 +192,24 @@ std::string QueryDetails(const char* sql, const ExperimentReport& report, const 
          Escape(info.db_path) + " \"" + Escape(collapsed) + "\"</pre></details>\n";
 }
 
+// A column's heading: the short name the terminal's fitted tables give it
+// (results::kHeaderAbbreviations: peak_allocated_bytes -> peak_alloc), else its name, with a
+// line-break opportunity after each '_' and '/', so that a table of many columns fits the
+// width of the page instead of running off its right edge. The full name is the <th>'s title
+// and data-col.
+std::string HeaderLabel(const std::string& column) {
+  std::string label = column;
+  for (const auto& [name, short_name] : results::kHeaderAbbreviations) {
+    if (name == column) label = short_name;
+  }
+  std::string out;
+  for (char c : Escape(label)) {
+    out += c;
+    if (c == '_' || c == '/') out += "<wbr>";
+  }
+  return out;
+}
+
 // A table of `result`'s columns (all, or those named); each value's cell carries data-v (the
 // value as the database holds it) and data-col, and data-run where the row has a run_id.
 std::string Table(const QueryResult& result, const std::string& source,
@@ -193,14 +217,19 @@ std::string Table(const QueryResult& result, const std::string& source,
   std::vector<size_t> shown;
   for (const std::string& name : columns) shown.push_back(ColumnIndex(result, name));
   std::optional<size_t> run_column, status_column;
+  std::map<std::string, std::string> param_names;  // every row names a key alike
   for (size_t i = 0; i < result.columns.size(); ++i) {
     if (result.columns[i] == "run_id") run_column = i;
     if (result.columns[i] == "status") status_column = i;
+    if (result.columns[i] == "params") param_names = ParamNames(result);
   }
   std::ostringstream out;
   out << "<div class=\"scroll\"><table class=\"data" << (sortable ? " sortable" : "")
       << "\" data-source=\"" << source << "\"><thead><tr>";
-  for (size_t c : shown) out << "<th>" << Escape(result.columns[c]) << "</th>";
+  for (size_t c : shown) {
+    out << "<th data-col=\"" << Escape(result.columns[c]) << "\" title=\""
+        << Escape(result.columns[c]) << "\">" << HeaderLabel(result.columns[c]) << "</th>";
+  }
   out << "</tr></thead><tbody>\n";
   for (size_t r = 0; r < result.rows.size(); ++r) {
     const auto& row = result.rows[r];
@@ -231,7 +260,7 @@ std::string Table(const QueryResult& result, const std::string& source,
                               (column == "tokens_per_s" || column == "mfu" || column == "final_loss");
       if (column == "params") {
         // One key=value per unbroken span.
-        std::string params = Escape(ShortParams(raw)), spans = "<span class=\"kv\">";
+        std::string params = Escape(ShortParams(raw, param_names)), spans = "<span class=\"kv\">";
         for (char ch : params) spans += ch == ' ' ? std::string("</span> <span class=\"kv\">") : std::string(1, ch);
         out << spans << "</span></td>";
         continue;

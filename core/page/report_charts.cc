@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/experiment/cell.h"
 #include "core/page/svg_chart.h"
 
 namespace memsweep::page {
@@ -226,10 +227,13 @@ std::string EffectsChart(const ExperimentReport& report) {
                  .value_label = "Ratio to the baseline",
                  .value_unit = Unit::kRatio};
   BarSeries peak{"peak allocated", {}}, speed{"tokens/s", {}};
+  // Each factor by its shortest unambiguous ending, as the terminal's tables name it: two slots'
+  // plugins are "loss=full" and "adapter=lora", never "plugin=" twice.
+  std::vector<std::string> factors;
+  for (size_t i = 0; i < e.rows.size(); ++i) factors.push_back(TextAt(e, i, "factor"));
+  const std::map<std::string, std::string> names = experiment::ShortParamNames(factors);
   for (size_t i = 0; i < e.rows.size(); ++i) {
-    std::string factor = TextAt(e, i, "factor");
-    if (size_t dot = factor.rfind('.'); dot != std::string::npos) factor = factor.substr(dot + 1);
-    chart.categories.push_back(factor + "=" + TextAt(e, i, "value"));
+    chart.categories.push_back(names.at(TextAt(e, i, "factor")) + "=" + TextAt(e, i, "value"));
     peak.values.push_back(NumberAt(e, i, "peak_allocated_ratio"));
     speed.values.push_back(NumberAt(e, i, "tokens_per_s_ratio"));
   }
@@ -314,15 +318,32 @@ std::string RunLabel(const QueryResult& result, size_t row) {
   return "cell " + TextAt(result, row, "cell") + (repeat.empty() || repeat == "0" ? "" : " r" + repeat);
 }
 
-std::string ShortParams(const std::string& params_json) {
+std::map<std::string, std::string> ParamNames(const QueryResult& cells) {
+  std::vector<std::string> keys;
+  const size_t column = ColumnIndex(cells, "params");
+  for (const auto& row : cells.rows) {
+    const nlohmann::json params = nlohmann::json::parse(row[column].value_or(""), nullptr, false);
+    if (!params.is_object()) continue;
+    for (const auto& [key, value] : params.items()) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
+  return experiment::ShortParamNames(keys);
+}
+
+std::string ShortParams(const std::string& params_json,
+                        const std::map<std::string, std::string>& names) {
   const nlohmann::json params = nlohmann::json::parse(params_json, nullptr, false);
   if (!params.is_object()) return params_json;
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : params.items()) keys.push_back(key);
+  const std::map<std::string, std::string> own = experiment::ShortParamNames(keys);
   std::string out;
   for (const auto& [key, value] : params.items()) {
-    std::string name = key;
-    if (size_t dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
+    const auto named = names.find(key);
     if (!out.empty()) out += " ";
-    out += name + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    out += (named != names.end() ? named->second : own.at(key)) + "=" +
+           experiment::ParamText(value);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 //   page << charts.breakdown;  // SVG text
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/page/report_data.h"
@@ -28,7 +29,15 @@ ReportCharts BuildCharts(const ExperimentReport& report);
 // "cell 3", or "cell 3 r1" for a repeat: how every chart names a run.
 std::string RunLabel(const results::QueryResult& result, size_t row);
 
-// params JSON ({"k": v}) as "k=v k=v" with keys shortened to their last part.
-std::string ShortParams(const std::string& params_json);
+// The short name of every params key of `cells` (its "params" column): each key's shortest
+// ending no other key's ending equals, a slot's plugin key named by its slot — as the terminal's
+// tables name them (experiment::ShortParamNames): strategies.loss.plugin -> loss.
+std::map<std::string, std::string> ParamNames(const results::QueryResult& cells);
+
+// params JSON ({"k": v}) as "k=v k=v": each key by its name in `names` (ParamNames of the whole
+// table, so that every row names it alike), else by its short name among the row's own keys;
+// values as experiment::ParamText writes them.
+std::string ShortParams(const std::string& params_json,
+                        const std::map<std::string, std::string>& names = {});
 
 }  // namespace memsweep::page

@@ -275,6 +275,69 @@ TEST(HtmlReportTest, ThePageNeedsNothingButItself) {
             Count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
 }
 
+// Two slots whose plugins vary: the cells table and the factor chart name each by its slot, as
+// the terminal's tables do (loss=full, adapter=lora), never "plugin=" twice.
+TEST(HtmlReportTest, VariedPluginsOfTwoSlotsAreNamedByTheirSlots) {
+  const std::string path = FreshDbPath();
+  int64_t experiment = 0;
+  {
+    ResultsDb db(path, ResultsDb::Mode::kReadWrite);
+    experiment = db.EnsureExperiment("slots", "slots.toml", "[experiment]\n");
+    int64_t index = 0;
+    for (const char* loss : {"full", "chunked"}) {
+      for (const char* adapter : {"none", "lora"}) {
+        const std::string params = std::string(R"({"strategies.adapter.plugin":")") + adapter +
+                                   R"(","strategies.loss.plugin":")" + loss + "\"}";
+        const int64_t run = db.ClaimRun(
+            experiment, ReportCell("c" + std::to_string(index), index, params, "{}"), 1);
+        const nlohmann::json result = ReportRun("cpu", index + 1, 1000.0 * (index + 1));
+        db.FinishRun(run, memsweep::results::RunStatus::kOk, "", &result);
+        ++index;
+      }
+    }
+  }
+  ResultsDb db(path, ResultsDb::Mode::kReadOnly);
+  const std::string html = Report(db, {"slots"});
+  EXPECT_EQ(html.find("plugin="), std::string::npos);
+  std::vector<std::string> params;
+  for (const HtmlTable& table : ReadTables(html)) {
+    if (table.source != "cells") continue;
+    for (const auto& row : table.rows) {
+      for (const HtmlCell& cell : row) {
+        if (cell.attributes.at("data-col") == "params") params.push_back(cell.text);
+      }
+    }
+  }
+  EXPECT_EQ(params, (std::vector<std::string>{"adapter=none loss=full", "adapter=lora loss=full",
+                                              "adapter=none loss=chunked",
+                                              "adapter=lora loss=chunked"}));
+  const std::string effects = SvgById(html, "e" + std::to_string(experiment) + "-effects");
+  ASSERT_NE(effects, "");
+  for (const char* label : {">loss=full<", ">loss=chunked<", ">adapter=none<", ">adapter=lora<"}) {
+    EXPECT_NE(effects.find(label), std::string::npos) << label << " missing from\n" << effects;
+  }
+}
+
+// A table of many columns fits the page's width instead of running off its right edge: headings
+// are the terminal's short names (kHeaderAbbreviations) that break after each '_', the full name
+// in their title; the page is as wide as the window allows (the browser test measures it).
+TEST(HtmlReportTest, TableHeadingsAreShortAndBreakable) {
+  const std::string path = FreshDbPath();
+  BuildReportDb(path);
+  ResultsDb db(path, ResultsDb::Mode::kReadOnly);
+  const std::string html = Report(db, {"study"});
+  EXPECT_NE(html.find("<th data-col=\"estimated_peak_allocated_bytes\" "
+                      "title=\"estimated_peak_allocated_bytes\">est_<wbr>peak_<wbr>alloc</th>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th data-col=\"tokens_per_s\" title=\"tokens_per_s\">tok/<wbr>s</th>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th data-col=\"snapshot_events\" title=\"snapshot_events\">"
+                      "snapshot_<wbr>events</th>"),
+            std::string::npos);
+  EXPECT_EQ(html.find("<th>estimated_peak_allocated_bytes</th>"), std::string::npos);
+  EXPECT_NE(html.find("header, section, footer { max-width: 1480px;"), std::string::npos);
+}
+
 TEST(HtmlReportTest, UnknownExperimentIsNamedWithTheKnownOnes) {
   const std::string path = FreshDbPath();
   BuildReportDb(path);

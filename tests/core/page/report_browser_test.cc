@@ -132,4 +132,49 @@ TEST(ReportBrowserTest, LoadsWithoutErrorsOrFetchesAndDrawsEveryChart) {
   EXPECT_GT(fs::file_size(shot), 50000u);  // a page of charts, not a blank one
 }
 
+// At a 1,400 px wide window every table of the page fits it: the page's script records how far
+// each table's box scrolls (data-overflow), and none does — the cells table's estimate columns
+// and errors included (they ran off the right edge at 1,180 px with full column names as
+// headings). Screenshot: report-screenshots/report-1400.png.
+TEST(ReportBrowserTest, EveryTableFitsA1400PixelWindow) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    GTEST_SKIP() << "no Chromium found (chromium, chromium-browser or google-chrome on PATH, "
+                    "or MEMSWEEP_CHROMIUM): tools/test installs Debian's chromium package";
+  }
+  const std::string db_path = FreshDbPath();
+  BuildReportDb(db_path);
+  const fs::path work = fs::path(db_path).parent_path();
+  const fs::path page = work / "report.html";
+  {
+    memsweep::results::ResultsDb db(db_path, memsweep::results::ResultsDb::Mode::kReadOnly);
+    memsweep::page::WriteReport(
+        memsweep::page::HtmlReport(memsweep::page::LoadReports(db, {}), {.db_path = db_path}),
+        page.string());
+  }
+  const Browser dom = Open(chromium, page, "--window-size=1400,900 --dump-dom", work);
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  size_t boxes = 0, cells_tables = 0;
+  for (size_t at = dom.out.find("<div class=\"scroll\""); at != std::string::npos;
+       at = dom.out.find("<div class=\"scroll\"", at + 1)) {
+    const std::string tag = dom.out.substr(at, dom.out.find('>', at) - at);
+    const size_t table = dom.out.find("<table", at);
+    const std::string source =
+        Attribute(dom.out.substr(table, dom.out.find('>', table) - table), "data-source");
+    EXPECT_EQ(Attribute(tag, "data-overflow"), "0") << "the " << source << " table";
+    cells_tables += source == "cells";
+    ++boxes;
+  }
+  EXPECT_EQ(cells_tables, 3u);
+  EXPECT_GE(boxes, 6u);
+  const fs::path shots = fs::path(MEMSWEEP_BUILD_DIR) / "report-screenshots";
+  fs::create_directories(shots);
+  const fs::path shot = shots / "report-1400.png";
+  fs::remove(shot);
+  const Browser picture =
+      Open(chromium, page, "--window-size=1400,900 --screenshot='" + shot.string() + "'", work);
+  EXPECT_EQ(picture.exit_code, 0) << picture.err;
+  EXPECT_TRUE(fs::exists(shot)) << picture.err;
+}
+
 }  // namespace
