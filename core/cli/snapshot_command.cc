@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "core/cli/command.h"
-#include "core/report/run_report.h"
+#include "core/run_files/run_report.h"
 #include "core/results/results_db.h"
 
 namespace memsweep::cli {
@@ -30,7 +30,7 @@ ExitCode Snapshot(const SnapshotOptions& options) {
     return ExitCode::kInvalidInput;
   }
   try {
-    report::WriteFileAtomically(options.output, snapshot->bytes);
+    run_files::WriteFileAtomically(options.output, snapshot->bytes);
   } catch (const std::exception& e) {
     std::cerr << "error: cannot write " << options.output << ": " << e.what()
               << " (choose another -o path)\n";

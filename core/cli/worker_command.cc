@@ -18,7 +18,7 @@
 #include "core/experiment/cell.h"
 #include "core/memory/byte_size.h"
 #include "core/memory/rss.h"
-#include "core/report/run_report.h"
+#include "core/run_files/run_report.h"
 #include "core/sweep/cell_process.h"
 #include "core/train/trainer.h"
 
@@ -70,7 +70,7 @@ void WriteMemorySnapshot(const std::string& result_path, const memory::MemorySna
   if (snapshot.pickle.empty()) return;
   const fs::path path = fs::absolute(result_path + ".snapshot.pickle");
   try {
-    report::WriteFileAtomically(path.string(), snapshot.pickle);
+    run_files::WriteFileAtomically(path.string(), snapshot.pickle);
   } catch (const std::exception& e) {
     std::cerr << "memsweep: the allocation history could not be written to " << path.string()
               << " (" << e.what() << "); the run is stored without it\n";
@@ -137,7 +137,7 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
   }
   if (result.status == train::RunStatus::kFailed) result.error = WithHostMemoryCause(result.error);
   if (rank_env && rank != 0) result.dist.rank = rank;
-  nlohmann::json json = report::RunResultToJson(cfg, result);
+  nlohmann::json json = run_files::RunResultToJson(cfg, result);
   json["dist"] = dist::RankRow(result);
   // Ranks that finished well share their figures; a rank that did not exits at once, so that
   // the others' collectives fail fast instead of waiting for it.
@@ -153,9 +153,9 @@ ExitCode RunCell(const WorkerOptions& options, config::ValidatedRun run,
   }
   if (rank == 0) WriteMemorySnapshot(options.result, result.memory_snapshot, json);
   if (rank == 0 && !options.summary.empty()) {
-    std::ofstream(options.summary) << report::FormatRunSummary(cfg, result);
+    std::ofstream(options.summary) << run_files::FormatRunSummary(cfg, result);
   }
-  report::WriteJsonFile(rank == 0 ? options.result
+  run_files::WriteJsonFile(rank == 0 ? options.result
                                   : dist::RankResultPath(options.result, rank),
                         json);
   if (!result.error.empty()) std::cerr << result.error << "\n";
@@ -193,8 +193,8 @@ ExitCode LaunchCellRanks(const WorkerOptions& options, const config::RunConfig& 
   train::RunResult failed;
   failed.status = train::RunStatus::kFailed;
   nlohmann::json merged = dist::MergeFailedGroup(exits, rank_results,
-                                                 report::RunResultToJson(cfg, failed));
-  report::WriteJsonFile(options.result, merged);
+                                                 run_files::RunResultToJson(cfg, failed));
+  run_files::WriteJsonFile(options.result, merged);
   std::cerr << merged.value("error", "") << "\n";
   return merged.value("status", "failed") == "oom" ? ExitCode::kOk : ExitCode::kRunFailed;
 }

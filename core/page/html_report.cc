@@ -14,7 +14,7 @@
 #include "core/memory/byte_size.h"
 #include "core/page/report_charts.h"
 #include "core/page/svg_chart.h"
-#include "core/report/run_report.h"
+#include "core/run_files/run_report.h"
 #include "core/results/table_fit.h"
 
 #ifndef MEMSWEEP_VERSION
@@ -469,7 +469,7 @@ void WriteReport(const std::string& html, const std::string& path) {
                            " does not exist; create it or choose another -o");
   }
   try {
-    report::WriteFileAtomically(path, html);
+    run_files::WriteFileAtomically(path, html);
   } catch (const std::exception& e) {
     throw ReportWriteError(path + ": cannot be written (" + e.what() +
                            "); nothing was written, choose another -o");

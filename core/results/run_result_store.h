@@ -1,4 +1,4 @@
-// Writes the figures of one run-result JSON document (core/report/run_report.cc's
+// Writes the figures of one run-result JSON document (core/run_files/run_report.cc's
 // RunResultToJson, plus an optional "plugins" array) into the per-run tables: environments,
 // run_metrics, phase_memory, step_metrics, memory_timeline and run_plugins; and, when the
 // document's "memory_snapshot" names a file ({"file", "format", "events"}), that file's bytes into

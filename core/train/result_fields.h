@@ -1,6 +1,6 @@
 // The figures of a run's result, one table per record: each figure's name (its key in the result
 // JSON and its column in the results database), its unit, and the member of the result struct
-// (run_result.h) that holds it. The result JSON (core/report/run_report.cc), the per-rank rows
+// (run_result.h) that holds it. The result JSON (core/run_files/run_report.cc), the per-rank rows
 // (core/launch/rank_results.cc) and the store (core/results/run_result_store.cc) are written from
 // these tables; a test checks the database schema's columns against them. docs/metrics.md says
 // how each figure is computed.

@@ -23,9 +23,9 @@ const std::vector<std::vector<std::string>> kLayers = {
     {"cli"},
     {"sweep"},
     {"launch"},
-    {"page"},        // the HTML report of a results database (memsweep report)      // starts the ranks of a multi-process run and gathers their results
+    {"page"},        // the HTML report of a results database (memsweep report)
     {"results"},
-    {"report"},
+    {"run_files"},   // a run's own files: its result JSON and summary text
     {"estimate"},    // a cell's memory from its training loop on the meta device
     {"experiment"},
     {"train"},

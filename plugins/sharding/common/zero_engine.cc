@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "collectives.h"
+#include "bucketed_collectives.h"
 
 namespace memsweep::sharding {
 

@@ -9,7 +9,7 @@
 
 #include <stdexcept>
 
-#include "../common/collectives.h"
+#include "../common/bucketed_collectives.h"
 #include "memsweep/plugin.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../common/collectives.h"
+#include "../common/bucketed_collectives.h"
 
 namespace memsweep::sharding {
 

@@ -13,7 +13,7 @@
 #include "core/config/run_config.h"
 #include "core/train/run_result.h"
 
-namespace memsweep::report {
+namespace memsweep::run_files {
 
 std::string FormatRunSummary(const config::RunConfig& cfg, const train::RunResult& result);
 nlohmann::json RunResultToJson(const config::RunConfig& cfg, const train::RunResult& result);
@@ -25,4 +25,4 @@ void WriteFileAtomically(const std::string& path, std::string_view bytes);
 // The document, indented by 2, through WriteFileAtomically; creates the folder if needed.
 void WriteJsonFile(const std::string& path, const nlohmann::json& document);
 
-}  // namespace memsweep::report
+}  // namespace memsweep::run_files

@@ -1,4 +1,4 @@
-#include "core/report/run_report.h"
+#include "core/run_files/run_report.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include "core/train/result_fields.h"
 #include "core/train/row_preview.h"
 
-namespace memsweep::report {
+namespace memsweep::run_files {
 namespace {
 
 const char* RopeScalingName(model::RopeScaling::Kind kind) {
@@ -295,4 +295,4 @@ void WriteJsonFile(const std::string& path, const nlohmann::json& document) {
   WriteFileAtomically(path, document.dump(2) + "\n");
 }
 
-}  // namespace memsweep::report
+}  // namespace memsweep::run_files

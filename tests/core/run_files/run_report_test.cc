@@ -1,7 +1,7 @@
 // The run report: the JSON document and the summary table carry the run's own figures (checked
 // against the RunResult of a real tiny run and against the parameter bytes of the model), and
 // the JSON file is written whole or not at all.
-#include "core/report/run_report.h"
+#include "core/run_files/run_report.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 
 #include "support/run_configs.h"
 
-namespace memsweep::report {
+namespace memsweep::run_files {
 namespace {
 
 namespace fs = std::filesystem;
@@ -121,4 +121,4 @@ TEST(RunReportTest, WritesTheWholeFileOrNone) {
 }
 
 }  // namespace
-}  // namespace memsweep::report
+}  // namespace memsweep::run_files

@@ -1,4 +1,4 @@
-#include "collectives.h"
+#include "bucketed_collectives.h"
 
 #include <algorithm>
 #include <cmath>
