@@ -52,7 +52,8 @@ StrategyChoice Choose(const plugin::PluginRegistry& registry, const std::string&
   choice.params = ValidateParams(*library, t, source, section);
   choice.origin = Where(source, t.source()) + section;
   for (const auto& spec : library->params()) {
-    if (const toml::node* value = t.get(spec.name)) {
+    const toml::node* value = t.get(spec.name);
+    if (value != nullptr && value->source().begin.line > 0) {  // a --set value has no line
       choice.param_origins[spec.name] = Where(source, value->source()) + section;
     }
   }

@@ -218,7 +218,7 @@ void ResolveReference(const toml::table& root, const std::string& source, Experi
 }
 
 // The errors of a plan's cells, thrown together as a compiler reports them: one line per
-// distinct message, naming its cell (or its cells, when several share it: a mistake outside the
+// distinct message, naming its cell (and the other cells that share it: a mistake outside the
 // matrix is in every cell), the first kMaxCellErrors messages, then how many more there are.
 class CellErrors {
  public:
@@ -236,16 +236,14 @@ class CellErrors {
     for (size_t g = 0; g < groups_.size() && g < kMaxCellErrors; ++g) {
       const Group& group = groups_[g];
       text += (text.empty() ? "" : "\n") + group.message + "; in ";
-      if (group.cells.size() == 1) {
-        text += group.described;
-        continue;
+      text += group.described;
+      if (group.cells.size() == 1) continue;
+      text += group.cells.size() == 2 ? " and cell " : " and cells ";
+      for (size_t i = 1; i < group.cells.size() && i <= kMaxCellErrors; ++i) {
+        text += (i == 1 ? "" : ", ") + std::to_string(group.cells[i]);
       }
-      text += "cells ";
-      for (size_t i = 0; i < group.cells.size() && i < kMaxCellErrors; ++i) {
-        text += (i == 0 ? "" : ", ") + std::to_string(group.cells[i]);
-      }
-      if (group.cells.size() > kMaxCellErrors) {
-        text += " and " + std::to_string(group.cells.size() - kMaxCellErrors) + " more";
+      if (group.cells.size() > kMaxCellErrors + 1) {
+        text += " and " + std::to_string(group.cells.size() - kMaxCellErrors - 1) + " more";
       }
     }
     if (groups_.size() > kMaxCellErrors) {

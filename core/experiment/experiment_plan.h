@@ -11,8 +11,8 @@
 //
 // Errors are config::ConfigError ("file:line:column: what; what to do"); an error found in one
 // cell also names the cell. Every bad cell is reported, not only the first: one line per
-// distinct message with its cell ("; in cell 3 (...)") or cells ("; in cells 0, 1, 2"), at most
-// kMaxCellErrors lines, then "and N more errors".
+// distinct message with its cell ("; in cell 3 (...)"), and the other cells that share it
+// ("; in cell 0 (...) and cells 1, 2"), at most kMaxCellErrors lines, then "and N more errors".
 #pragma once
 
 #include <cstddef>
