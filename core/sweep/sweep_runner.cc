@@ -229,10 +229,7 @@ std::unique_ptr<CellProcess> StartWorker(const experiment::Cell& cell, const Wor
     }
     spdlog::warn("the runner has started threads: {} starts as a new process", cell.Describe());
   }
-  return std::make_unique<CellProcess>(
-      std::vector<std::string>{self, "worker", "--cell", files.cell, "--source", files.source,
-                               "--result", files.result, "--summary", files.summary},
-      stderr_path);
+  return std::make_unique<CellProcess>(WorkerArgv(files), stderr_path);
 }
 
 // The files of one cell's worker run, in the sweep's work folder.

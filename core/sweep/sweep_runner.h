@@ -28,6 +28,8 @@
 //   SweepSummary summary = RunSweep(plan, options);
 #pragma once
 
+#include "core/sweep/cell_runner.h"
+
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -40,11 +42,6 @@ namespace memsweep::sweep {
 
 enum class Rerun : uint8_t { kNone, kFailed, kAll };
 
-// The files of one worker run: what `memsweep worker --cell --source --result --summary` takes
-// (summary optional).
-struct WorkerFiles {
-  std::string cell, source, result, summary;
-};
 
 struct SweepOptions {
   std::string db_path = "results/memsweep.db";
