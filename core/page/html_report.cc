@@ -16,6 +16,7 @@
 #include "core/page/svg_chart.h"
 #include "core/run_files/run_report.h"
 #include "core/results/table_fit.h"
+#include "core/train/row_preview.h"
 
 #ifndef MEMSWEEP_VERSION
 #define MEMSWEEP_VERSION "unknown"
@@ -358,6 +359,27 @@ std::string DeviceTable(const std::vector<ExperimentReport>& experiments) {
   return out.str();
 }
 
+// Runs whose rows were well short of seq_len (train::ShortRowsWarning), one line each under the
+// cells table; "" when none.
+std::string ShortRowsNote(const QueryResult& cells) {
+  std::string items;
+  for (size_t i = 0; i < cells.rows.size(); ++i) {
+    const auto mean = NumberAt(cells, i, "row_length_mean");
+    const auto longest = NumberAt(cells, i, "row_length_max");
+    const auto seq_len = NumberAt(cells, i, "seq_len");
+    if (!mean || !longest || !seq_len) continue;
+    const std::string warning = train::ShortRowsWarning(
+        *mean, static_cast<int64_t>(*longest), static_cast<int64_t>(*seq_len));
+    if (warning.empty()) continue;
+    items += "<li>" + Escape(RunLabel(cells, i) + " (run " + TextAt(cells, i, "run_id") + "): " +
+                             warning) + "</li>\n";
+  }
+  if (items.empty()) return "";
+  return "<p class=\"explain warning\">Short rows — these runs trained rows well short of "
+         "<code>seq_len</code> (docs/metrics.md, \"Short rows\"):</p>\n<ul class=\"short-rows\">\n" +
+         items + "</ul>\n";
+}
+
 bool HasSnapshots(const QueryResult& cells) {
   for (size_t i = 0; i < cells.rows.size(); ++i) {
     if (NumberAt(cells, i, "snapshot_events")) return true;
@@ -393,6 +415,7 @@ void Section(std::ostringstream& out, const ExperimentReport& report, const Page
                                       "snapshot_events", "error"}),
                true)
       << QueryDetails(kCellsSql, report, info);
+  out << ShortRowsNote(report.cells);
   if (HasSnapshots(report.cells)) {
     out << "<p class=\"explain\">Runs with <code>snapshot_events</code> kept their allocation "
            "history: <code>memsweep snapshot RUN_ID -o run.pickle</code> writes it for PyTorch's "

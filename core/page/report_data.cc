@@ -14,7 +14,11 @@ const char* const kCellsSql =
     "SELECT s.cell_index AS cell, s.repeat, s.run_id, s.status, s.params, m.device,\n"
     "       s.peak_allocated_bytes, s.peak_reserved_bytes, s.tokens_per_s, s.mfu,\n"
     "       s.final_loss, s.verdict, s.estimated_peak_allocated_bytes, s.estimate_error,\n"
-    "       s.estimate_status, h.events AS snapshot_events, s.error\n"
+    "       s.estimate_status, h.events AS snapshot_events, s.error,\n"
+    "       s.row_length_mean, s.row_length_max,\n"
+    "       (SELECT json_extract(b.value, '$.params.seq_len')\n"
+    "          FROM json_each(m.resolved_config_json, '$.strategies') AS b\n"
+    "         WHERE json_extract(b.value, '$.slot') = 'batching') AS seq_len\n"
     "FROM run_summary AS s LEFT JOIN run_metrics AS m ON m.run_id = s.run_id\n"
     "     LEFT JOIN memory_snapshots AS h ON h.run_id = s.run_id\n"
     "WHERE s.experiment_id = ?1 ORDER BY s.cell_index, s.repeat";

@@ -168,6 +168,15 @@ TEST(HonestAnswersTest, ARunRecordsItsRowsAndSaysTheyWereShort) {
                                     text.find("warning: short rows") != std::string::npos);
   }
   EXPECT_TRUE(summary_says);
+  // The report says it under its cells table.
+  const std::string page = (dir / "report.html").string();
+  const Outcome report = RunMemsweep("report --db " + db + " -o " + page);
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("Short rows"), std::string::npos);
+  EXPECT_NE(html.find("short rows: the rows trained are"), std::string::npos);
+  EXPECT_NE(html.find("against seq_len = 1024"), std::string::npos);
 }
 
 // --device naming a GPU of the catalog estimates the card itself: a cell that leaves the type
