@@ -45,8 +45,9 @@ void ExpectErrorAt(const std::string& text, const std::string& position,
 }
 
 TEST(ExperimentPlanTest, MatrixValuesMustBeNonEmptyArrays) {
-  ExpectErrorAt("[matrix]\n\"data.micro_batch_size\" = 2\n", "2:27",
-                "[matrix] \"data.micro_batch_size\" must be a non-empty array of the values");
+  ExpectErrorAt("[matrix]\n\"strategies.batching.micro_batch_size\" = 2\n", "2:42",
+                "[matrix] \"strategies.batching.micro_batch_size\" must be a non-empty array of "
+                "the values");
   ExpectErrorAt("[matrix]\n\"x.a\" = [1]\n\"x.b\" = []\n", "3:9", "\"x.b\" must be a non-empty");
   ExpectErrorAt("[matrix.data]\nseq_len = \"64\"\n", "2:11",
                 "\"data.seq_len\" must be a non-empty");
@@ -119,14 +120,14 @@ TEST(ExperimentPlanTest, ValidatorErrorsNameTheCellAndPointAtTheMatrixValue) {
   EXPECT_EQ(typo.rfind(kSource + ":4:1: unknown key 'micro_batch_sise' in [data]", 0), 0u) << typo;
 
   int calls = 0;
-  const std::string custom = ErrorOf(kData + "[matrix]\n\"data.micro_batch_size\" = [2, 8, 4]\n",
+  const std::string custom = ErrorOf(kData + "[matrix]\n\"experiment.steps\" = [2, 8, 4]\n",
                                      [&calls](const Cell& cell) {
                                        ++calls;
-                                       if (cell.params["data.micro_batch_size"] == 8) {
+                                       if (cell.params["experiment.steps"] == 8) {
                                          throw config::ConfigError("8 rows do not fit");
                                        }
                                      });
-  EXPECT_EQ(custom, "8 rows do not fit; in cell 1 (data.micro_batch_size=8, repeat 0, seed 1234)");
+  EXPECT_EQ(custom, "8 rows do not fit; in cell 1 (experiment.steps=8, repeat 0, seed 1234)");
   EXPECT_EQ(calls, 3) << "the cells after a bad one are validated too";
 
   calls = 0;
@@ -203,27 +204,29 @@ TEST(ExperimentPlanTest, ACellReadFromItsFilePointsAtTheExperimentFilesLines) {
 TEST(ExperimentPlanTest, HashIsTheCanonicalContent) {
   const std::string text =
       "[experiment]\nname = \"pinned\"\nseed = 7\n[data]\npath = \"data.jsonl\"\n"
-      "micro_batch_size = 2\n";
+      "[strategies.batching]\nmicro_batch_size = 2\n";
   const std::string reordered =
-      "[data]\nmicro_batch_size = 2\npath = \"data.jsonl\"\n[experiment]\nseed = 7\n"
-      "name = \"pinned\"\n";
+      "[strategies.batching]\nmicro_batch_size = 2\n[data]\npath = \"data.jsonl\"\n"
+      "[experiment]\nseed = 7\nname = \"pinned\"\n";
   const ExperimentPlan plan = ParseExperimentPlan(text, kSource, {}, AcceptAll);
   ASSERT_EQ(plan.cells.size(), 1u);
-  // SHA-256 of {"data":{"micro_batch_size":2,"path":"data.jsonl"},"experiment":{"name":"pinned",
-  // "seed":7}}, first 16 hex digits.
-  EXPECT_EQ(plan.cells[0].hash, "bd454724c6451912");
+  // SHA-256 of {"data":{"path":"data.jsonl"},"experiment":{"name":"pinned","seed":7},
+  // "strategies":{"batching":{"micro_batch_size":2}}}, first 16 hex digits.
+  EXPECT_EQ(plan.cells[0].hash, "b71e622040d47afa");
   EXPECT_EQ(ParseExperimentPlan(reordered, kSource, {}, AcceptAll).cells[0].hash,
-            "bd454724c6451912");
-  EXPECT_EQ(CellHash(config::ParseToml(reordered, "other.toml")), "bd454724c6451912");
+            "b71e622040d47afa");
+  EXPECT_EQ(CellHash(config::ParseToml(reordered, "other.toml")), "b71e622040d47afa");
   EXPECT_NE(
-      ParseExperimentPlan(text, kSource, {"data.micro_batch_size=3"}, AcceptAll).cells[0].hash,
-      "bd454724c6451912");
+      ParseExperimentPlan(text, kSource, {"strategies.batching.micro_batch_size=3"}, AcceptAll)
+          .cells[0]
+          .hash,
+      "b71e622040d47afa");
   // The matrix form of the same run is the same cell.
-  EXPECT_EQ(ParseExperimentPlan(text + "[matrix]\n\"data.micro_batch_size\" = [2]\n", kSource, {},
-                                AcceptAll)
+  EXPECT_EQ(ParseExperimentPlan(text + "[matrix]\n\"strategies.batching.micro_batch_size\" = [2]\n",
+                                kSource, {}, AcceptAll)
                 .cells[0]
                 .hash,
-            "bd454724c6451912");
+            "b71e622040d47afa");
 }
 
 void ExpectRoundTrip(const Cell& cell) {

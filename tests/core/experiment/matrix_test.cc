@@ -62,11 +62,13 @@ TEST(MatrixTest, CartesianProductInFileOrderFirstKeySlowest) {
 
 TEST(MatrixTest, NestedTablesAndDottedKeysFlattenToTheQuotedForm) {
   const ExperimentPlan quoted = Plan(
-      "[matrix]\n\"data.micro_batch_size\" = [1, 2]\n\"device.memory_budget\" = [\"32MiB\"]\n"
+      "[matrix]\n\"strategies.batching.micro_batch_size\" = [1, 2]\n"
+      "\"device.memory_budget\" = [\"32MiB\"]\n"
       "\"strategies.precision.plugin\" = [\"fp32\", \"bf16-autocast\"]\n");
   const ExperimentPlan nested = Plan(
-      "[matrix.data]\nmicro_batch_size = [1, 2]\n[matrix.device]\nmemory_budget = [\"32MiB\"]\n"
-      "[matrix.strategies]\nprecision.plugin = [\"fp32\", \"bf16-autocast\"]\n");
+      "[matrix.strategies.batching]\nmicro_batch_size = [1, 2]\n[matrix.device]\n"
+      "memory_budget = [\"32MiB\"]\n[matrix.strategies.precision]\n"
+      "plugin = [\"fp32\", \"bf16-autocast\"]\n");
   ASSERT_EQ(quoted.cells.size(), 4u);
   EXPECT_EQ(Params(nested), Params(quoted));
   EXPECT_EQ(nested.varying_keys, quoted.varying_keys);
@@ -77,16 +79,17 @@ TEST(MatrixTest, NestedTablesAndDottedKeysFlattenToTheQuotedForm) {
 
 TEST(MatrixTest, ValuesLandInTheDocumentAndOtherTablesPassThrough) {
   const ExperimentPlan plan = Plan(
-      "[data]\nseq_len = 64\nmicro_batch_size = 8\n"
+      "[data]\npath = \"d.jsonl\"\n[strategies.batching]\nseq_len = 64\nmicro_batch_size = 8\n"
       "[strategies.precision]\nplugin = \"fp32\"\nloss_scale = 1024.0\n"
       "[strategies.checkpointing]\nplugin = \"none\"\n"
-      "[matrix]\n\"data.micro_batch_size\" = [2]\n"
+      "[matrix]\n\"strategies.batching.micro_batch_size\" = [2]\n"
       "\"strategies.precision.plugin\" = [\"bf16-autocast\"]\n\"strategies.offload.plugin\" = "
       "[\"cpu\"]\n");
   ASSERT_EQ(plan.cells.size(), 1u);
   const toml::table& doc = plan.cells[0].document;
-  EXPECT_EQ(doc["data"]["seq_len"].value<int64_t>(), 64);
-  EXPECT_EQ(doc["data"]["micro_batch_size"].value<int64_t>(), 2);
+  EXPECT_EQ(doc["data"]["path"].value<std::string>(), "d.jsonl");
+  EXPECT_EQ(doc["strategies"]["batching"]["seq_len"].value<int64_t>(), 64);
+  EXPECT_EQ(doc["strategies"]["batching"]["micro_batch_size"].value<int64_t>(), 2);
   EXPECT_EQ(doc["strategies"]["precision"]["plugin"].value<std::string>(), "bf16-autocast");
   EXPECT_EQ(doc["strategies"]["precision"]["loss_scale"].value<double>(), 1024.0);
   EXPECT_EQ(doc["strategies"]["checkpointing"]["plugin"].value<std::string>(), "none");
@@ -131,10 +134,12 @@ TEST(MatrixTest, IncludeExtendsMatchingCombinationsOrAddsItsOwn) {
 TEST(MatrixTest, IncludeMayAddANonMatrixKeyToSomeCombinations) {
   const ExperimentPlan plan = Plan(
       "[optimizer]\nlr = 0.003\n"
-      "[matrix]\n\"data.micro_batch_size\" = [2, 8]\n"
-      "[[matrix.include]]\n\"data.micro_batch_size\" = 8\n\"optimizer.lr\" = 0.001\n");
-  const std::vector<json> expected = {{{"data.micro_batch_size", 2}},
-                                      {{"data.micro_batch_size", 8}, {"optimizer.lr", 0.001}}};
+      "[matrix]\n\"strategies.batching.micro_batch_size\" = [2, 8]\n"
+      "[[matrix.include]]\n\"strategies.batching.micro_batch_size\" = 8\n"
+      "\"optimizer.lr\" = 0.001\n");
+  const std::vector<json> expected = {
+      {{"strategies.batching.micro_batch_size", 2}},
+      {{"strategies.batching.micro_batch_size", 8}, {"optimizer.lr", 0.001}}};
   EXPECT_EQ(Params(plan), expected);
   EXPECT_EQ(plan.cells[0].document["optimizer"]["lr"].value<double>(), 0.003);
   EXPECT_EQ(plan.cells[1].document["optimizer"]["lr"].value<double>(), 0.001);
