@@ -77,21 +77,23 @@ void PrintCells(const std::string& db_path, int64_t experiment_id,
   const results::QueryResult rows = WithShortParams(db.CellOutcomes(experiment_id));
   // The params say which cell a row is: never cut.
   const results::TableOptions table_options{.uncut = {"params"}};
+  // --wide: every column, no line wrapped (width 0).
+  const size_t width = width_options.wide ? 0 : OutputColumns();
+  bool left_out = false;
   if (width_options.wide) {
     std::cout << results::FormatTable(rows, table_options);
-    return;
+  } else {
+    const results::FitOptions fit{.width = width,
+                                  .importance = kCellOutcomeImportance,
+                                  .columns = width_options.columns,
+                                  .table = table_options};
+    const results::FittedTable fitted = results::FitTable(rows, fit);
+    std::cout << fitted.text << results::LeftOutNote(fitted, width);
+    left_out =
+        std::find(fitted.left_out.begin(), fitted.left_out.end(), "error") != fitted.left_out.end();
   }
-  const size_t width = OutputColumns();
-  const results::FitOptions fit{.width = width,
-                                .importance = kCellOutcomeImportance,
-                                .columns = width_options.columns,
-                                .table = table_options};
-  const results::FittedTable fitted = results::FitTable(rows, fit);
-  std::cout << fitted.text << results::LeftOutNote(fitted, width);
   // A cell that did not finish says why under the table, the first line of its error whole
-  // (wrapped), when the error column did not fit or had to cut it.
-  const bool left_out =
-      std::find(fitted.left_out.begin(), fitted.left_out.end(), "error") != fitted.left_out.end();
+  // (wrapped to the width), when the error column did not fit or had to cut it.
   const results::QueryResult errors = db.Query(
       "SELECT cell_index, error FROM run_summary WHERE run_id IN "
       "(SELECT id FROM runs WHERE experiment_id = ?1) ORDER BY cell_index, repeat",
@@ -109,8 +111,8 @@ void PrintCells(const std::string& db_path, int64_t experiment_id,
     const bool whole = r < rows.rows.size() && rows.rows[r][shown] &&
                        rows.rows[r][shown]->size() >= first_line.size();
     if (!left_out && whole) continue;
-    std::string line =
-        results::WrapText("cell " + errors.rows[r][0].value_or("?") + ": " + first_line, width);
+    const std::string text = "cell " + errors.rows[r][0].value_or("?") + ": " + first_line;
+    std::string line = width == 0 ? text : results::WrapText(text, width);
     if (line.empty() || line.back() != '\n') line += '\n';
     std::cout << line;
   }

@@ -46,8 +46,10 @@ TEST(WorkerRefusalTest, AConstructorThatThrowsOnlyInTheWorkerIsReportedAtTheUser
   const std::string ending = "): the fixture refuses to be constructed anywhere but at plan time";
 
   const fs::path db_path = dir / "r.db";
-  // Forked workers (the default), then new processes: each cell fails, neither takes the sweep.
-  for (const std::string workers : {"", " --exec-workers --rerun failed"}) {
+  // Forked workers (the default), then new processes, then a --wide summary (nothing wrapped):
+  // each cell fails, none takes the sweep.
+  for (const std::string workers :
+       {"", " --exec-workers --rerun failed", " --rerun failed --wide"}) {
     fs::remove(dir / "count.txt");  // this runner's validation is the first construction
     const Outcome out = RunMemsweep("run " + file.string() + " --db " + db_path.string() + workers);
     EXPECT_EQ(out.exit_code, 3) << out.output;
@@ -62,6 +64,13 @@ TEST(WorkerRefusalTest, AConstructorThatThrowsOnlyInTheWorkerIsReportedAtTheUser
     const std::string position = where.substr(0, where.size() - 1);  // wrapping may follow
     EXPECT_NE(out.output.find("cell 0: " + position), std::string::npos) << out.output;
     EXPECT_NE(out.output.find("cell 1: " + position), std::string::npos) << out.output;
+    if (workers.find("--wide") != std::string::npos) {  // the whole first line on one line
+      const size_t under = out.output.find("cell 1: " + message);
+      ASSERT_NE(under, std::string::npos) << out.output;
+      EXPECT_EQ(out.output.substr(out.output.find('\n', under) - ending.size(), ending.size()),
+                ending)
+          << out.output;
+    }
     EXPECT_EQ(out.output.find(".memsweep-work"), std::string::npos)
         << "no temporary cell file is named\n" << out.output;
   }
