@@ -98,15 +98,20 @@ void PlainChunk(const at::Tensor& h, const at::Tensor& weight, const at::Tensor&
   logits = at::Tensor();
   const at::Tensor valid = t.ne(data::kIgnoreIndex);
   const at::Tensor index = t.masked_fill(valid.logical_not(), 0).unsqueeze(1);
-  const at::Tensor lse = at::logsumexp(x, {1});
   const at::Tensor picked = x.gather(1, index).squeeze(1);
+  // log Σ exp in place, as the vocabulary blocks do it: at::logsumexp would allocate a temporary
+  // of the chunk's logits' size, doubling what a chunk holds (ChunkBytesPerToken counts one).
+  // x becomes exp(x − max), and the softmax is x / Σ.
+  const at::Tensor m = at::amax(x, {1}, /*keepdim=*/true);
+  x.sub_(m).exp_();
+  const at::Tensor sum = at::sum(x, {1}, /*keepdim=*/true, at::kFloat);
+  const at::Tensor lse = sum.log().add_(m).squeeze(1);
   loss_sum.add_(InDtype(lse - picked, at::kFloat).masked_fill(valid.logical_not(), 0).sum());
   if (!grad_h.defined() && !grad_w.active() && !grad_b.active()) return;
   // d loss / d x = (softmax(x) − one-hot(t)) / normalizer on rows with a target, 0 elsewhere.
   const at::Tensor row_scale = valid.to(x.scalar_type()).div_(call.normalizer).unsqueeze(1);
-  x.sub_(lse.unsqueeze(1)).exp_();
-  x.scatter_add_(1, index, valid.to(x.scalar_type()).neg_().unsqueeze(1));
-  x.mul_(row_scale);
+  x.mul_(row_scale / sum);
+  x.scatter_add_(1, index, row_scale.neg());
   const at::Tensor g = InDtype(x, compute);
   // On the CPU (Wᵀ·gᵀ)ᵀ for g·W, the head as the left operand again: gᵀ is the [V, n] layout the
   // logits were computed in.
@@ -233,14 +238,17 @@ struct FusedFunction : public torch::autograd::Function<FusedFunction> {
                             at::TensorList extra, const FusedCall* call) {
     const at::Tensor bias = bias_in.value_or(at::Tensor());
     const int64_t n = hidden.size(0);
-    const int64_t rows = call->options.chunk_tokens > 0
-                             ? call->options.chunk_tokens
-                             : LigerChunkTokens(n, weight.size(0), weight.size(1));
     const bool fp32 = call->options.fp32_accumulation;
     const c10::DeviceType device = hidden.device().type();
     const c10::ScalarType compute =
         AutocastEnabled(device) ? AutocastDtype(device)
                                 : c10::promoteTypes(hidden.scalar_type(), weight.scalar_type());
+    // The device the run stands for (an estimate's meta tensors stand for the CPU or CUDA), so
+    // that `memsweep estimate` chunks as the run does.
+    const int64_t rows = call->options.chunk_tokens > 0
+                             ? call->options.chunk_tokens
+                             : DefaultChunkTokens(n, weight.size(0), weight.size(1),
+                                                  ComputeDevice(hidden), compute);
     const bool adapted = static_cast<bool>(call->head->forward);
     if (PickOrder(call->options, weight.requires_grad(), adapted, compute) == FusedOrder::kVocab) {
       if (adapted) {
@@ -325,6 +333,36 @@ int64_t LigerChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden) {
   int64_t power = 1;
   while (power < rows) power <<= 1;
   return power;
+}
+
+int64_t ChunkBytesPerToken(int64_t vocab, int64_t hidden, c10::ScalarType compute) {
+  const int64_t size = static_cast<int64_t>(c10::elementSize(compute));
+  // fp32: the logits alone (softmax and its gradient are written over them). 16-bit: the fp32
+  // copy beside the logits, then beside the gradient rounded to the compute dtype — and on the
+  // CPU the upcast GEMM's fp32 output beside its 16-bit result (core/env/cpu_gemm.h).
+  const int64_t per_logit = size >= 4 ? size : size + 4;
+  // The [hidden, n] product of the hidden states' gradient before it is copied into place (with
+  // a 16-bit compute dtype the CPU's upcast GEMM's fp32 output beside it), and the per-token
+  // vectors (targets' mask and index, max, sum, log-sum-exp, target logit, row scale).
+  const int64_t per_hidden = size >= 4 ? size : size + 4;
+  return vocab * per_logit + hidden * per_hidden + 64;
+}
+
+int64_t DefaultChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden, c10::DeviceType device,
+                           c10::ScalarType compute) {
+  const int64_t liger = LigerChunkTokens(tokens, vocab, hidden);
+  if (device == c10::DeviceType::CUDA || tokens <= 1) return liger;
+  // The largest chunk whose transient bytes stay within a quarter of the fp32 logits
+  // (4·tokens·vocab / 4 bytes).
+  const int64_t bound = std::max<int64_t>(1, tokens * vocab / ChunkBytesPerToken(vocab, hidden, compute));
+  const int64_t longest = std::min({tokens, bound, std::max(liger, kCpuGemmChunkTokens)});
+  // Even chunks: as many as that length needs, each ⌈tokens / pieces⌉ — rounded up to a multiple
+  // of 16 (a 16-float AVX-512 register: the CPU's GEMM runs 112-token chunks about 10 % faster
+  // than 103-token ones) where that stays within the longest.
+  const int64_t pieces = (tokens + longest - 1) / longest;
+  const int64_t even = (tokens + pieces - 1) / pieces;
+  const int64_t aligned = (even + 15) / 16 * 16;
+  return aligned <= longest ? aligned : even;
 }
 
 at::Tensor FusedLinearCrossEntropy(const model::LossInputs& inputs,

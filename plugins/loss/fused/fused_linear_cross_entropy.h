@@ -15,6 +15,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -31,9 +32,9 @@ enum class FusedOrder {
 };
 
 struct FusedLossOptions {
-  // Tokens per chunk; 0: Liger's choice, the next power of two of ⌈N / ⌈V / H⌉⌉ for N tokens,
-  // vocabulary V and hidden size H (a chunk's logits are then about as large as the hidden
-  // states).
+  // Tokens per chunk; 0: DefaultChunkTokens (on CUDA Liger's choice, the next power of two of
+  // ⌈N / ⌈V / H⌉⌉ for N tokens, vocabulary V and hidden size H; on the CPU chunks long enough
+  // for the CPU's GEMM, within a quarter of the fp32 logits).
   int64_t chunk_tokens = 0;
   bool upcast = true;  // logits to fp32 before the softmax (logits_dtype = "fp32")
   // The head's weight and bias gradients are summed over the chunks in fp32 (true), or in the
@@ -53,8 +54,34 @@ FusedOrder PickOrder(const FusedLossOptions& options, bool weight_gradient, bool
 // chunks of tokens (the same logits per piece), each a multiple of 8 rows.
 int64_t VocabBlockRows(int64_t tokens, int64_t vocab, int64_t chunk_tokens);
 
-// Liger's chunk size for `tokens` tokens (FusedLossOptions::chunk_tokens = 0).
+// Liger's chunk size for `tokens` tokens: the next power of two of ⌈N / ⌈V / H⌉⌉, which makes a
+// chunk's logits about as large as the hidden states.
 int64_t LigerChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden);
+
+// The bytes one token of a chunk holds beyond the gradients while its chunk is computed: its
+// logits (and their fp32 copy where the compute dtype is narrower), its row of the hidden states'
+// gradient product and a few per-token scalars. A chunk of n tokens holds n times this.
+int64_t ChunkBytesPerToken(int64_t vocab, int64_t hidden, c10::ScalarType compute);
+
+// Tokens per chunk from which the CPU's GEMMs against the head run at their full rate: each chunk
+// reads the [V, H] head for its logits and the hidden states' gradient and reads and writes the
+// fp32 [V, H] sum of the head's gradient — a rank-n update doing 2·n flops per 8 bytes moved —
+// so chunks shorter than this leave a CPU's cores waiting on memory (docs/loss.md, "The default
+// chunk").
+inline constexpr int64_t kCpuGemmChunkTokens = 1024;
+
+// The chunk FusedLossOptions::chunk_tokens = 0 takes, for `tokens` tokens against a [vocab,
+// hidden] head computed in `compute` on `device` (the device the run stands for: an estimate's
+// meta tensors stand for the CPU or CUDA — memsweep/compute_device.h — so the estimate chunks as
+// the run does; shapes and types only, never a timing).
+//   CUDA: LigerChunkTokens (Liger Kernel's rule, tuned for GPUs).
+//   CPU:  the longest chunk within both max(LigerChunkTokens, kCpuGemmChunkTokens) and the bound
+//         ChunkBytesPerToken · n ≤ tokens · vocab — a quarter of the fp32 logits (4 · tokens ·
+//         vocab bytes) — then evened out: ⌈tokens / pieces⌉ for the pieces that chunk makes.
+//         Liger's rule gives the CPU chunks too short for its GEMM (4 tokens for Qwen2.5-0.5B's
+//         head over 512 tokens: 128 passes over the 545 MB head, 0.18x loss/full's step).
+int64_t DefaultChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden, c10::DeviceType device,
+                           c10::ScalarType compute);
 
 // The loss of `inputs` (memsweep/loss.h) computed as described above: an fp32 scalar whose
 // backward reaches inputs.hidden, the head's weight and bias and its forward_tensors.

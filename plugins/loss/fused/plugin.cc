@@ -12,7 +12,9 @@ using memsweep::plugins::loss::FusedLossOptions;
 
 const MemsweepParamSpec kParams[] = {
     {"chunk_tokens", MEMSWEEP_PARAM_INT, "0",
-     "tokens per chunk; 0: Liger's choice, next power of two of tokens / ceil(vocab / hidden)",
+     "tokens per chunk; 0: the default for the device: on CUDA Liger's choice (next power of two "
+     "of tokens / ceil(vocab / hidden)), on the CPU chunks of up to 1,024 tokens (longer if "
+     "Liger's is) holding at most a quarter of the fp32 logits",
      0},
     {"logits_dtype", MEMSWEEP_PARAM_STRING, "\"fp32\"",
      "\"fp32\": each chunk's logits are upcast before the softmax; \"compute\": not", 0},

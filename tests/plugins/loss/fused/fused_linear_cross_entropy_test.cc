@@ -2,7 +2,8 @@
 // at::cross_entropy_loss with LibTorch's autograd): the same loss and gradients in fp32 for every
 // chunking in both orders (token chunks, vocabulary blocks), with masked targets, a bias, a frozen
 // head and an adapter's forward; gradients scaled by the incoming gradient; in bf16 within the
-// bound of its rounding steps; which order "auto" takes.
+// bound of its rounding steps; which order "auto" takes; the default chunk (the CPU's rule and its
+// bound of a quarter of the fp32 logits, CUDA's Liger rule).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -319,6 +320,86 @@ TEST(FusedLinearCrossEntropyTest, LigerChunkSizeFollowsVocabularyAndHiddenSize) 
   EXPECT_EQ(LigerChunkTokens(8192, 128256, 2048), 256);
   EXPECT_EQ(LigerChunkTokens(1, 128256, 2048), 1);
   EXPECT_EQ(LigerChunkTokens(100, 64, 128), 128);  // vocab below hidden: one chunk
+}
+
+// The default chunk on the CPU: long enough for the CPU's GEMM, within a quarter of the fp32
+// logits. Liger's rule (kept on CUDA) gave 4-token chunks for Qwen2.5-0.5B's head over 2 x 256
+// tokens: 128 passes over the head, 0.18x loss/full's training step (docs/loss.md).
+TEST(FusedLinearCrossEntropyTest, TheCpusDefaultChunkIsAsLongAsAQuarterOfTheLogitsAllows) {
+  using c10::DeviceType;
+  // Qwen2.5-0.5B (vocab 151,936, hidden 896), 512 tokens: a quarter of the logits holds
+  // ⌊512·151936 / (4·151936 + 4·896 + 64)⌋ = 127 tokens' worth → 5 pieces of ⌈512 / 5⌉ = 103,
+  // rounded up to a multiple of 16 within the 127: 112 (4 × 112 + 64).
+  EXPECT_EQ(ChunkBytesPerToken(151936, 896, at::kFloat), 4 * 151936 + 4 * 896 + 64);
+  EXPECT_EQ(DefaultChunkTokens(512, 151936, 896, DeviceType::CPU, at::kFloat), 112);
+  EXPECT_EQ(DefaultChunkTokens(512, 151936, 896, DeviceType::CUDA, at::kFloat), 4);  // Liger's
+  EXPECT_EQ(DefaultChunkTokens(512, 151936, 896, DeviceType::CUDA, at::kFloat),
+            LigerChunkTokens(512, 151936, 896));
+  // Long batches: kCpuGemmChunkTokens-token chunks, well within the quarter.
+  EXPECT_EQ(DefaultChunkTokens(16384, 128256, 2048, DeviceType::CPU, at::kFloat), kCpuGemmChunkTokens);
+  // Longer still, Liger's chunk when it is longer than kCpuGemmChunkTokens.
+  EXPECT_EQ(DefaultChunkTokens(1 << 17, 128256, 2048, DeviceType::CPU, at::kFloat),
+            LigerChunkTokens(1 << 17, 128256, 2048));
+  // A 16-bit compute dtype holds 6 bytes a logit (the fp32 copy beside it): shorter chunks.
+  EXPECT_EQ(ChunkBytesPerToken(151936, 896, at::kBFloat16), 6 * 151936 + 6 * 896 + 64);
+  EXPECT_LT(DefaultChunkTokens(512, 151936, 896, DeviceType::CPU, at::kBFloat16), 103);
+  EXPECT_EQ(DefaultChunkTokens(1, 151936, 896, DeviceType::CPU, at::kFloat), 1);
+  EXPECT_EQ(DefaultChunkTokens(0, 151936, 896, DeviceType::CPU, at::kFloat), 1);
+  // Every bundled shape (presets and experiments/models: hidden, vocab), short and long batches,
+  // both dtypes: no chunk holds more than a quarter of the fp32 logits (unless a single token
+  // does: a vocabulary small against the hidden size), none exceeds the tokens, and the chunks are
+  // even (the last one less than 16 tokens a piece shorter than the others).
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 512},     {512, 8192},   {896, 151936},
+                                                {2048, 128256}, {3072, 200064}, {3584, 152064},
+                                                {4096, 32000},  {64, 32768},   {512, 32768}};
+  for (const auto& [hidden, vocab] : shapes) {
+    for (const int64_t tokens : {7, 256, 512, 2048, 4096, 8192, 65536}) {
+      for (const c10::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+        const int64_t chunk = DefaultChunkTokens(tokens, vocab, hidden, DeviceType::CPU, dtype);
+        const std::string what = std::to_string(tokens) + " tokens, hidden " +
+                                 std::to_string(hidden) + ", vocab " + std::to_string(vocab);
+        EXPECT_GE(chunk, 1) << what;
+        EXPECT_LE(chunk, tokens) << what;
+        if (chunk > 1) {
+          EXPECT_LE(chunk * ChunkBytesPerToken(vocab, hidden, dtype), tokens * vocab) << what;
+        }
+        const int64_t pieces = (tokens + chunk - 1) / chunk;
+        EXPECT_GT(tokens - (pieces - 1) * chunk, chunk - 16 * pieces) << what;
+      }
+    }
+  }
+}
+
+// What a chunk holds, measured: the fused loss at its default chunk on the CPU, fp32, from the
+// hidden states to their gradient and the head's, holds at most a quarter of the fp32 logits
+// beyond its inputs and those two gradients (in-place log-sum-exp: at::logsumexp's temporary
+// would double a chunk's bytes).
+TEST(FusedLinearCrossEntropyTest, TheDefaultChunkHoldsAtMostAQuarterOfTheFp32Logits) {
+  memory::TrackingAllocator::Install();
+  auto& tracker = memory::TrackingAllocator::Instance();
+  constexpr int64_t kN = 2 * 128, kH = 64, kV = 4096;
+  at::manual_seed(3);
+  const at::Tensor hidden = at::randn({kN, kH}).requires_grad_(true);
+  model::LinearLayer head;
+  head.weight = (at::randn({kV, kH}) * 0.1).requires_grad_(true);
+  const at::Tensor targets = at::randint(0, kV, {kN}, at::kLong);
+  const int64_t chunk = DefaultChunkTokens(kN, kV, kH, c10::DeviceType::CPU, at::kFloat);
+  EXPECT_LT(chunk, kN);  // more than one piece: a chunk's bytes are what is measured
+  tracker.ResetPeak();
+  const int64_t before = tracker.AllocatedBytes();
+  {
+    const at::Tensor loss =
+        FusedLinearCrossEntropy(model::LossInputs{hidden, &head, targets, double{kN}}, {});
+    const int64_t beyond = tracker.PeakAllocatedBytes() - before - 4 * kN * kH - 4 * kV * kH;
+    std::printf("chunk %lld tokens of %lld: %lld bytes beyond the gradients, %.1f%% of the fp32 "
+                "logits\n",
+                static_cast<long long>(chunk), static_cast<long long>(kN),
+                static_cast<long long>(beyond), 100.0 * static_cast<double>(beyond) / (4.0 * kN * kV));
+    EXPECT_LE(beyond, kN * kV);  // a quarter of 4·N·V bytes
+    EXPECT_GT(beyond, chunk * kV * 4 * 9 / 10);  // and it is the chunk that holds it
+    loss.backward();
+  }
+  EXPECT_TRUE(hidden.grad().defined());
 }
 
 }  // namespace
