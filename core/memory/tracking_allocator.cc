@@ -178,19 +178,19 @@ void TrackingAllocator::EmptyEveryCache() {
 }
 
 void TrackingAllocator::SetBudget(std::optional<int64_t> budget_bytes) {
-  budget_.store(budget_bytes ? *budget_bytes : -1);
+  budget_.store(budget_bytes ? *budget_bytes : kNoBudget);
 }
 
 std::optional<int64_t> TrackingAllocator::Budget() const {
   const int64_t budget = budget_.load();
-  if (budget < 0) return std::nullopt;
+  if (budget == kNoBudget) return std::nullopt;
   return budget;
 }
 
 void TrackingAllocator::Charge(int64_t nbytes, int64_t requested_bytes) const {
   const int64_t budget = budget_.load();
   const int64_t reserved = reserved_.load(std::memory_order_relaxed);
-  if (budget >= 0 && reserved + nbytes > budget) {
+  if (budget != kNoBudget && reserved + nbytes > budget) {
     OomEvent event;
     event.requested_bytes = requested_bytes;
     event.budget_bytes = budget;

@@ -153,7 +153,10 @@ class TrackingAllocator final : public c10::Allocator, public DeviceBudget {
   mutable std::atomic<int64_t> peak_reserved_{0};
   mutable std::atomic<int64_t> allocations_{0};
   mutable std::atomic<int64_t> deallocations_{0};
-  std::atomic<int64_t> budget_{-1};
+  // No budget: std::optional outside (SetBudget, Budget()); inside, an atomic cannot hold one,
+  // so a negative value stands for none.
+  static constexpr int64_t kNoBudget = -1;
+  std::atomic<int64_t> budget_{kNoBudget};
   std::atomic<const char*> stage_{"idle"};
   mutable std::optional<OomEvent> last_oom_;  // guarded by mutex_
   mutable std::unique_ptr<AllocationHistory> history_;  // guarded by mutex_; null = not recording

@@ -104,10 +104,10 @@ TEST(HonestAnswersTest, RowsWellShortOfSeqLenAreSaidByEstimateAndPlan) {
         << e.At(r, "warnings");
     EXPECT_NE(e.At(r, "warnings").find("padding = \"max_length\""), std::string::npos);
   }
-  const Outcome table = RunMemsweep("estimate " + kQuickstart + kLongRows);
+  const Outcome table = RunMemsweep("estimate " + kQuickstart + kLongRows, "COLUMNS=1000");
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_NE(table.output.find("  warning: short rows:"), std::string::npos) << table.output;
-  const Outcome plan = RunMemsweep("plan " + kQuickstart + kLongRows);
+  const Outcome plan = RunMemsweep("plan " + kQuickstart + kLongRows, "COLUMNS=1000");
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   EXPECT_NE(plan.output.find("cell 0: short rows: the rows trained are"), std::string::npos)
       << plan.output;
@@ -134,7 +134,7 @@ TEST(HonestAnswersTest, FullRowsAreNotShort) {
       EXPECT_EQ(e.At(r, "row_length_max"), "1024") << full;
       EXPECT_EQ(e.At(r, "warnings"), "") << full;
     }
-    const Outcome plan = RunMemsweep("plan " + kQuickstart + kLongRows + full);
+    const Outcome plan = RunMemsweep("plan " + kQuickstart + kLongRows + full, "COLUMNS=1000");
     ASSERT_EQ(plan.exit_code, 0) << plan.output;
     EXPECT_EQ(plan.output.find("short rows"), std::string::npos) << plan.output;
   }
@@ -204,7 +204,7 @@ TEST(HonestAnswersTest, ANamedGpuMakesTheCellACudaCellUnlessTheFileSaysCpu) {
   // The CUDA cell reserves in the caching allocator's blocks, with cuBLAS workspaces: more.
   EXPECT_GT(std::stoll(a.At(0, "peak_reserved_bytes")), std::stoll(c.At(0, "peak_reserved_bytes")));
   const Outcome table = RunMemsweep("estimate " + kQuickstart + " --set experiment.steps=1 "
-                                    "--device rtx4090");
+                                    "--device rtx4090", "COLUMNS=1000");
   EXPECT_NE(table.output.find("  warning: the file says [device] type = \"cpu\""),
             std::string::npos)
       << table.output;
@@ -225,7 +225,7 @@ const std::string kOverCards =
     " --set 'matrix.device.memory_budget=[\"100KiB\", \"64MiB\"]'";
 
 TEST(HonestAnswersTest, ACardThatCannotHoldTheParametersIsAnOomNotBadInput) {
-  const Outcome plan = RunMemsweep("plan " + kQuickstart + kOverCards);
+  const Outcome plan = RunMemsweep("plan " + kQuickstart + kOverCards, "COLUMNS=1000");
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   EXPECT_NE(plan.output.find("cell 0: oom: out of memory before the first step: the model's fp32 "
                              "parameters alone need"),
@@ -272,7 +272,8 @@ TEST(HonestAnswersTest, ACardThatCannotHoldTheParametersIsAnOomNotBadInput) {
 // Planning needs no GPU: a type = "cuda" file is planned on a machine without one (exit 0), and
 // the plan says the cells need a GPU to run. (Where a GPU is usable the cells simply plan.)
 TEST(HonestAnswersTest, ACudaFileIsPlannedWithoutAGpu) {
-  const Outcome plan = RunMemsweep("plan " + kQuickstart + " --set 'device.type=\"cuda\"'");
+  const Outcome plan =
+      RunMemsweep("plan " + kQuickstart + " --set 'device.type=\"cuda\"'", "COLUMNS=1000");
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   if (memsweep::env::ProbeCuda().usable()) {
     EXPECT_EQ(plan.output.find("needs a GPU"), std::string::npos) << plan.output;
