@@ -77,9 +77,10 @@ inline constexpr int64_t kCpuGemmChunkTokens = 1024;
 //   CUDA: LigerChunkTokens (Liger Kernel's rule, tuned for GPUs).
 //   CPU:  the longest chunk within both max(LigerChunkTokens, kCpuGemmChunkTokens) and the bound
 //         ChunkBytesPerToken · n ≤ tokens · vocab — a quarter of the fp32 logits (4 · tokens ·
-//         vocab bytes) — then evened out: ⌈tokens / pieces⌉ for the pieces that chunk makes.
+//         vocab bytes) — then evened out: ⌈tokens / pieces⌉ for the pieces that chunk makes,
+//         rounded up to a multiple of 16 where that stays within the bound.
 //         Liger's rule gives the CPU chunks too short for its GEMM (4 tokens for Qwen2.5-0.5B's
-//         head over 512 tokens: 128 passes over the 545 MB head, 0.18x loss/full's step).
+//         head over 512 tokens: 128 passes over the 545 MB head, 0.12-0.18x loss/full's step).
 int64_t DefaultChunkTokens(int64_t tokens, int64_t vocab, int64_t hidden, c10::DeviceType device,
                            c10::ScalarType compute);
 
