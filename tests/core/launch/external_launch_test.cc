@@ -214,9 +214,9 @@ class ExternalLaunch : public ::testing::Test {
     const fs::path db = dir_ / "results.db";
     const auto run = RunMemsweep("run " + source_.string() + " --db " + db.string());
     EXPECT_EQ(run.exit_code, 0) << run.output;
-    // The sweep keeps the cell's result as <db dir>/<experiment>/cell<index>-<hash>.json: the
-    // same stem as the cell file, so both name the same cell.
-    reference_ = ReadJson(dir_ / "external" / (cell_.stem().string() + ".json"));
+    // The sweep keeps the cell's result as <db dir>/<db stem>/<experiment>/cell<index>-<hash>.json:
+    // the same stem as the cell file, so both name the same cell.
+    reference_ = ReadJson(dir_ / "results" / "external" / (cell_.stem().string() + ".json"));
     EXPECT_FALSE(reference_.is_null()) << "no result for " << cell_.stem() << "\n" << run.output;
     return reference_;
   }
