@@ -71,8 +71,10 @@ PluginRegistrar::~PluginRegistrar() = default;
 
 const std::vector<std::string>& SlotNames() {
   static const std::vector<std::string> kNames = {
-      "allocator", "sharding", "precision",     "adapter", "packing",  "batching",
-      "attention", "kernels",  "checkpointing", "loss",    "callbacks"};
+#define MEMSWEEP_SLOT_NAME(id, name) name,
+      MEMSWEEP_SLOTS(MEMSWEEP_SLOT_NAME)
+#undef MEMSWEEP_SLOT_NAME
+  };
   return kNames;
 }
 

@@ -45,7 +45,7 @@ class StrategyHooks {
 
  private:
   const StrategySet& strategies_;
-  std::array<const ActiveStrategy*, static_cast<size_t>(Slot::kCallbacks) + 1> by_slot_{};
+  std::array<const ActiveStrategy*, kSlotCount> by_slot_{};
 };
 
 // Runs fn(); rethrows c10::OutOfMemoryError as is and anything else as PluginError naming the

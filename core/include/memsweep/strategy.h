@@ -45,6 +45,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -65,19 +66,34 @@
 
 namespace memsweep {
 
+// Every slot, in hook order: its enumerator and its name in experiment files — the one list the
+// Slot enum, SlotNames() and kSlotCount come from. A new slot is a line here, its interface
+// below, its row in the table above and in docs/plugin-guide.md (hook_order_test.cc checks both
+// against this list), a default plugin under plugins/<slot>/ that declares itself the default,
+// and a new MEMSWEEP_PLUGIN_ABI_VERSION (memsweep/plugin_abi.h).
+#define MEMSWEEP_SLOTS(X)          \
+  X(kAllocator, "allocator")        \
+  X(kSharding, "sharding")          \
+  X(kPrecision, "precision")        \
+  X(kAdapter, "adapter")            \
+  X(kPacking, "packing")            \
+  X(kBatching, "batching")          \
+  X(kAttention, "attention")        \
+  X(kKernels, "kernels")            \
+  X(kCheckpointing, "checkpointing") \
+  X(kLoss, "loss")                  \
+  X(kCallbacks, "callbacks")
+
 enum class Slot : uint8_t {
-  kAllocator,
-  kSharding,
-  kPrecision,
-  kAdapter,
-  kPacking,
-  kBatching,
-  kAttention,
-  kKernels,
-  kCheckpointing,
-  kLoss,
-  kCallbacks,
+#define MEMSWEEP_SLOT_ENUMERATOR(id, name) id,
+  MEMSWEEP_SLOTS(MEMSWEEP_SLOT_ENUMERATOR)
+#undef MEMSWEEP_SLOT_ENUMERATOR
 };
+
+// How many slots there are (callbacks included).
+#define MEMSWEEP_SLOT_ONE(id, name) +1
+inline constexpr size_t kSlotCount = 0 MEMSWEEP_SLOTS(MEMSWEEP_SLOT_ONE);
+#undef MEMSWEEP_SLOT_ONE
 
 // Slot names as written in experiment files ("allocator", ...), in hook order.
 const std::vector<std::string>& SlotNames();

@@ -27,6 +27,9 @@ const std::vector<std::string> kHookOrder = {
 
 TEST(HookOrderTest, SlotNamesAreTheHookOrderAndMatchTheSlotEnum) {
   EXPECT_EQ(SlotNames(), kHookOrder);
+  // One list (MEMSWEEP_SLOTS) gives the enum, the names and the count.
+  EXPECT_EQ(kSlotCount, kHookOrder.size());
+  EXPECT_EQ(static_cast<size_t>(Slot::kCallbacks) + 1, kSlotCount);
   for (size_t i = 0; i < kHookOrder.size(); ++i) {
     Slot slot{};
     ASSERT_TRUE(ParseSlot(kHookOrder[i], slot));
