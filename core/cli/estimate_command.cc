@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cli/command.h"
+#include "core/cli/count_text.h"
 #include "core/cli/table_width.h"
 #include "core/config/config_error.h"
 #include "core/config/strategy_resolver.h"
@@ -103,17 +104,6 @@ const std::vector<std::string> kTableColumns = {
     "parameters",  "trainable",      "tokens/micro_batch", "tokens/step", "params",
     "grads",       "optimizer",      "activations",    "peak_at",       "largest_allocation"};
 
-// "41,943,040": a count people read at a glance.
-std::string Grouped(int64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string grouped;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
-  return grouped;
-}
-
 results::QueryResult TableRows(const std::vector<nlohmann::json>& rows) {
   results::QueryResult table;
   table.columns = kTableColumns;
@@ -125,7 +115,7 @@ results::QueryResult TableRows(const std::vector<nlohmann::json>& rows) {
     };
     const auto count = [&](const char* key) -> std::optional<std::string> {
       if (Int(j, key) <= 0) return std::nullopt;
-      return Grouped(Int(j, key));
+      return GroupDigits(Int(j, key));
     };
     std::vector<std::optional<std::string>> values = {
         std::to_string(Int(j, "cell")),
@@ -175,10 +165,10 @@ std::string Table(const std::vector<nlohmann::json>& rows, const TableWidthOptio
     out << "cell " << Int(j, "cell") << ": " << (label.empty() ? "-" : label) << "  (" << Str(j, "target")
         << ", " << std::fixed << std::setprecision(2) << j.value("seconds", 0.0) << " s)\n";
     if (Int(j, "parameters") > 0) {
-      out << "  " << Grouped(Int(j, "parameters")) << " parameters, "
-          << Grouped(Int(j, "trainable_params")) << " trainable; "
-          << Grouped(Int(j, "tokens_per_micro_batch")) << " tokens per micro-batch, "
-          << Grouped(Int(j, "tokens_per_step")) << " per optimizer step\n";
+      out << "  " << GroupDigits(Int(j, "parameters")) << " parameters, "
+          << GroupDigits(Int(j, "trainable_params")) << " trainable; "
+          << GroupDigits(Int(j, "tokens_per_micro_batch")) << " tokens per micro-batch, "
+          << GroupDigits(Int(j, "tokens_per_step")) << " per optimizer step\n";
     }
     // Several ranks: the figures above are rank 0's; each rank's peak, and the host pool's.
     if (j.contains("ranks")) {

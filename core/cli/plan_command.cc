@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/cli/command.h"
+#include "core/cli/count_text.h"
 #include "core/cli/table_width.h"
 #include "core/config/config_error.h"
 #include "core/config/run_config_loader.h"
@@ -36,11 +37,7 @@ std::string RepeatsText(const experiment::ExperimentPlan& plan) {
 
 // "7,615,616,512 (7.62 B)": exact, then readable.
 std::string CountText(int64_t n) {
-  std::string digits = std::to_string(n), grouped;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
+  const std::string grouped = GroupDigits(n);
   std::ostringstream readable;
   readable << std::fixed << std::setprecision(2);
   if (n >= 1'000'000'000) {

@@ -353,14 +353,10 @@ CellEstimate EstimateOnce(config::RunConfig cfg, c10::DeviceType target, int com
     e.run.oom = first_failure->oom;
   }
   FindPeak(e);
-  int64_t positions = 0, rows = 0;
-  for (const train::StepRecord& step : e.run.steps) {
-    positions += step.positions;
-    rows += step.rows;
-    e.row_length_max = std::max(e.row_length_max, step.longest_row);
-  }
-  if (rows > 0) e.row_length_mean = static_cast<double>(positions) / static_cast<double>(rows);
-  if (const std::string w = train::ShortRowsWarning(e.row_length_mean, e.row_length_max, e.seq_len);
+  // The rows the run trained: its summary's, as a measured run's (rank 0's).
+  const train::RunSummary& trained = e.run.summary;
+  if (const std::string w =
+          train::ShortRowsWarning(trained.row_length_mean, trained.row_length_max, e.seq_len);
       !w.empty()) {
     e.warnings.push_back(w);
   }

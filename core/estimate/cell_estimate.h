@@ -92,10 +92,7 @@ struct CellEstimate {
   int64_t seq_len = 0;
   int64_t tokens_per_micro_batch = 0;
   int64_t tokens_per_step = 0;
-  // The rows the run trained: positions per row (padding included: what memory follows), mean
-  // and largest over every step's micro-batches; 0 where no step ran.
-  double row_length_mean = 0.0;
-  int64_t row_length_max = 0;
+  // (The rows the run trained: run.summary's row_length_mean and row_length_max.)
   // The device cannot hold the model's parameters (config::ValidatedRun::oom_before_run): an
   // oom found before the run, with no figures.
   bool oom_before_run = false;

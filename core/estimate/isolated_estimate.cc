@@ -43,9 +43,9 @@ nlohmann::json EstimateToJson(const CellEstimate& e) {
       e.oom_before_run) {
     return j;
   }
-  if (e.row_length_max > 0) {
-    j["row_length_mean"] = e.row_length_mean;
-    j["row_length_max"] = e.row_length_max;
+  if (e.run.summary.row_length_max > 0) {  // 0: no step completed
+    j["row_length_mean"] = e.run.summary.row_length_mean;
+    j["row_length_max"] = e.run.summary.row_length_max;
   }
   j["peak_allocated_bytes"] = m.peak_allocated_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
