@@ -72,8 +72,9 @@ std::vector<CellFacts> FactsOf(const std::vector<config::ValidatedRun>& runs) {
   return facts;
 }
 
-// Cells that will not train as they stand: an oom before the first step (the run records it
-// without training), a CUDA cell this machine cannot run. One line each; "" when none.
+// What a reader must know of a cell before it runs: an oom before the first step (the run
+// records it without training), rows well short of seq_len, a CUDA cell this machine cannot
+// run. One line each; "" when none.
 std::string NotesText(const experiment::ExperimentPlan& plan, const std::vector<CellFacts>& facts) {
   std::ostringstream out;
   for (size_t i = 0; i < facts.size(); ++i) {
