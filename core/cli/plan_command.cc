@@ -20,6 +20,7 @@
 #include "core/experiment/experiment_plan.h"
 #include "core/results/table_fit.h"
 #include "core/train/row_preview.h"
+#include "core/train/stage_listing.h"
 
 namespace memsweep::cli {
 namespace {
@@ -92,6 +93,19 @@ std::string NotesText(const experiment::ExperimentPlan& plan, const std::vector<
   return out.str();
 }
 
+// "cells 0-3, 8" or "cell 5".
+std::string CellsText(const std::vector<int64_t>& cells) {
+  std::string names;
+  for (size_t j = 0; j < cells.size();) {
+    size_t k = j;
+    while (k + 1 < cells.size() && cells[k + 1] == cells[k] + 1) ++k;
+    names += (names.empty() ? "" : ", ") + std::to_string(cells[j]) +
+             (k > j ? "-" + std::to_string(cells[k]) : "");
+    j = k + 1;
+  }
+  return std::string(cells.size() == 1 ? "cell " : "cells ") + names;
+}
+
 // The model's parameters and how many train, from the shapes alone (the model is not built):
 // one line when every cell agrees, else one per cell.
 std::string ParametersText(const experiment::ExperimentPlan& plan,
@@ -120,16 +134,7 @@ std::string ParametersText(const experiment::ExperimentPlan& plan,
   }
   std::string text;
   for (const auto& [count, cells] : groups) {
-    std::string names;
-    for (size_t j = 0; j < cells.size();) {
-      size_t k = j;
-      while (k + 1 < cells.size() && cells[k + 1] == cells[k] + 1) ++k;
-      names += (names.empty() ? "" : ", ") + std::to_string(cells[j]) +
-               (k > j ? "-" + std::to_string(cells[k]) : "");
-      j = k + 1;
-    }
-    text += (text.empty() ? "" : "\n            ") +
-            std::string(cells.size() == 1 ? "cell " : "cells ") + names + ": " + line(count);
+    text += (text.empty() ? "" : "\n            ") + CellsText(cells) + ": " + line(count);
   }
   return text;
 }
@@ -195,12 +200,51 @@ std::string WriteCellFiles(const experiment::ExperimentPlan& plan, const std::st
   return listing.str();
 }
 
+// What runs at each stage of the chosen cells (all when `chosen` is empty); cells with the same
+// listing share one. An index that is not a cell is an input error.
+std::string StagesText(const experiment::ExperimentPlan& plan,
+                       const std::vector<config::ValidatedRun>& runs,
+                       const std::vector<int64_t>& chosen) {
+  for (int64_t index : chosen) {
+    const bool known = std::any_of(plan.cells.begin(), plan.cells.end(),
+                                   [&](const experiment::Cell& c) { return c.index == index; });
+    if (!known) {
+      throw config::ConfigError(plan.source + ": --cell " + std::to_string(index) +
+                                " is not a cell of this experiment (it has cells 0-" +
+                                std::to_string(plan.cells.size() - 1) + ")");
+    }
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> groups;  // listing, its cells
+  for (size_t i = 0; i < plan.cells.size(); ++i) {
+    const int64_t index = plan.cells[i].index;
+    if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), index) == chosen.end()) {
+      continue;
+    }
+    const c10::DeviceType device =
+        runs[i].config.device.type == "cuda" ? c10::kCUDA : c10::kCPU;
+    const std::string text = train::FormatStages(train::ListStages(runs[i].strategies, device), OutputColumns());
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == text; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {text, {}});
+    group->second.push_back(index);
+  }
+  std::ostringstream out;
+  for (const auto& [text, cells] : groups) {
+    out << "\nstages of " << CellsText(cells)
+        << " (begin and end: the strategies' hooks; host: the trainer, asking a slot)\n"
+        << text;
+  }
+  return out.str();
+}
+
 ExitCode Plan(const PlanOptions& options) {
   config::RefuseFailedStartupPlugins();
   std::vector<config::ValidatedRun> runs;
   const experiment::ExperimentPlan plan =
       experiment::LoadRunnablePlan(options.file, options.overrides, config::ReadFor::kPlan, &runs);
-  std::cout << FormatPlan(plan, runs);
+  const std::string stages =
+      options.stages ? StagesText(plan, runs, options.stage_cells) : std::string();
+  std::cout << FormatPlan(plan, runs) << stages;
   if (!options.cells_dir.empty()) std::cout << WriteCellFiles(plan, options.cells_dir);
   return ExitCode::kOk;
 }
@@ -214,6 +258,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& options, ExitCode& exit_code) {
   plan->add_option("--set", options.overrides, "Override a key: section.key=value (repeatable)");
   plan->add_option("--write-cells", options.cells_dir,
                    "Also write each cell as DIR/cell<index>-<hash>.toml, for memsweep worker");
+  plan->add_flag("--stages", options.stages,
+                 "Also list what runs at each stage of each cell: hooks and slot capabilities");
+  plan->add_option("--cell", options.stage_cells, "With --stages: only this cell (repeatable)");
   AddCommand(plan, exit_code, [&options] { return Plan(options); });
 }
 

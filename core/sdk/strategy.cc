@@ -15,6 +15,15 @@ void Strategy::OnStageEnd(Stage, RunContext&) {}
 void Strategy::OnParametersBuilt(const std::vector<size_t>&, RunContext&) {}
 bool Strategy::MathPreserving() const { return true; }
 std::string Strategy::DeviceRefusal(c10::DeviceType) const { return ""; }
+std::optional<std::vector<StageHook>> Strategy::StageHooks() const { return std::nullopt; }
+const char* HookPointName(HookPoint point) {
+  switch (point) {
+    case HookPoint::kBegin: return "begin";
+    case HookPoint::kEnd: return "end";
+    case HookPoint::kParametersBuilt: return "parameters built";
+  }
+  return "?";
+}
 std::string AllocatorStrategy::DeviceAllocatorSettings() const { return ""; }
 DeviceMemory::~DeviceMemory() = default;
 std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(

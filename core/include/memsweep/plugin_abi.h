@@ -39,7 +39,9 @@ extern "C" {
 /* 7: the kernels slot (Slot::kKernels, KernelsStrategy, memsweep/kernels.h): later slots moved. */
 /* 8: memsweep/autocast.h (autocast on every device, the estimate's meta device included) and
  *    checkpoint::ForwardState's meta autocast members. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 8u
+/* 9: Strategy::StageHooks (the hooks a strategy declares; the host calls only those),
+ *    HookPoint and StageHook. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 9u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {

@@ -25,6 +25,9 @@
 //                                         states (LossFn, memsweep/loss.h)
 //   callbacks      CallbackStrategy       stage hooks only; zero or more per run
 //
+// Every strategy declares where its hooks act (StageHooks); the host calls them only there, and
+// `memsweep plan --stages` lists them beside the slot capabilities the host uses at each stage.
+//
 // Every strategy may refuse the run's device (DeviceRefusal): the host asks at plan time, before
 // anything runs, and stops with the strategy's message (which names the alternative).
 //
@@ -50,6 +53,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -142,6 +146,20 @@ struct RunContext {
   double grad_norm = std::numeric_limits<double>::quiet_NaN();
 };
 
+// Where a strategy acts: the beginning or end of a stage, or the model stage's per-group
+// OnParametersBuilt.
+enum class HookPoint : uint8_t { kBegin, kEnd, kParametersBuilt };
+// "begin", "end", "parameters built": static strings.
+const char* HookPointName(HookPoint point);
+
+// One hook a strategy declares (Strategy::StageHooks): where it acts and what it does there, in
+// a few words ("autocast to bf16 on"). kParametersBuilt goes with Stage::kModel.
+struct StageHook {
+  Stage stage = Stage::kEnvironment;
+  HookPoint point = HookPoint::kBegin;
+  std::string what;
+};
+
 class Strategy {
  public:
   virtual ~Strategy();
@@ -163,6 +181,11 @@ class Strategy {
   // words that name the alternative: "a CPU kernel; on CUDA use plugin = \"sdpa\"". Asked at plan
   // time, after construction (so the answer may depend on the parameters).
   virtual std::string DeviceRefusal(c10::DeviceType device) const;
+  // The hooks this strategy acts in, each with what it does there. The host calls OnStageBegin,
+  // OnStageEnd and OnParametersBuilt only where these say, and `memsweep plan --stages` prints
+  // them, so the listing is what runs. Asked once, after construction. std::nullopt (default):
+  // every hook is called, at every stage, and the listing says the strategy declares none.
+  virtual std::optional<std::vector<StageHook>> StageHooks() const;
 };
 
 class AllocatorStrategy : public Strategy {
@@ -178,7 +201,9 @@ class AllocatorStrategy : public Strategy {
 
 class BatchingStrategy : public Strategy {
  public:
-  // Sets micro_batch_size, accumulation_steps, seq_len and padding.
+  // Sets micro_batch_size, accumulation_steps, seq_len and padding. Called once, when the cell
+  // is validated, before any stage: the run (and `memsweep plan`, `estimate`) trains the
+  // configuration it leaves.
   virtual void ConfigureBatches(data::DataConfig& config) = 0;
 };
 

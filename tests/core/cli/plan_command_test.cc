@@ -190,4 +190,49 @@ TEST(PlanCommandTest, ListValuesReadAsPluginsAndEntriesAreAddressable) {
       << out.output;
 }
 
+// --stages lists what runs at each stage of each cell, cells with the same listing once: the
+// strategies' begin hooks before the trainer's work and their end hooks after it, in the order
+// StrategyHooks calls them, and the slot capabilities the trainer asks for.
+TEST(PlanCommandTest, StagesListWhatRunsAtEachStageOfEachCell) {
+  const fs::path file = FreshTempDir("plan_stages") / "stages.toml";
+  std::ofstream(file) << "[data]\npath = \"" << SourcePath("experiments/data/devils-dictionary.jsonl")
+                      << "\"\n[strategies.precision]\nplugin = \"bf16-autocast\"\n"
+                      << "[matrix]\n\"strategies.checkpointing.plugin\" = [\"none\", \"full\"]\n"
+                      << "\"strategies.batching.micro_batch_size\" = [1, 2]\n";
+  const Outcome out = RunMemsweep("plan " + file.string() + " --stages");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  // Two listings (one per checkpointing plugin), each shared by the two micro-batch sizes.
+  size_t groups = 0;
+  for (size_t at = out.output.find("\nstages of cells "); at != std::string::npos;
+       at = out.output.find("\nstages of cells ", at + 1)) {
+    ++groups;
+  }
+  EXPECT_EQ(groups, 2u) << out.output;
+  EXPECT_EQ(out.output.find("\nstages of cell "), std::string::npos) << out.output;
+  // The forward stage: precision's begin hook, the trainer naming the slots it runs, its end hook.
+  const size_t forward = out.output.find("forward (per micro-batch)\n");
+  ASSERT_NE(forward, std::string::npos) << out.output;
+  const size_t begin = out.output.find("  begin  precision/bf16-autocast", forward);
+  const size_t host = out.output.find("the decoder blocks through checkpointing/", forward);
+  const size_t end = out.output.find("  end    precision/bf16-autocast", forward);
+  const size_t backward = out.output.find("backward (per micro-batch)\n", forward);
+  EXPECT_LT(begin, host) << out.output;
+  EXPECT_LT(host, end) << out.output;
+  EXPECT_LT(end, backward) << out.output;
+  EXPECT_NE(out.output.find("checkpointing/full's runner"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("host   loss/full"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("optimizer_step (per step)\n"), std::string::npos) << out.output;
+
+  // --cell picks one; an index that is not a cell exits 2 naming it.
+  const Outcome one = RunMemsweep("plan " + file.string() + " --stages --cell 3");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("\nstages of cell 3 "), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("\nstages of cells "), std::string::npos) << one.output;
+  const Outcome bad = RunMemsweep("plan " + file.string() + " --stages --cell 7");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--cell 7 is not a cell of this experiment (it has cells 0-3)"),
+            std::string::npos)
+      << bad.output;
+}
+
 }  // namespace
