@@ -537,17 +537,24 @@ ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose) {
                       std::to_string(data::kByteVocabSize) + " ids: raise vocab_size");
   }
   if (cfg.data.format == data::DataFormat::kTokens) {
-    int32_t max_id = 0;
-    try {
-      for (int32_t id : data::LoadTokenFile(cfg.data.path, cfg.data.token_dtype)) {
-        max_id = std::max(max_id, id);
+    // The ids the file needs (largest + 1), read once per file version on this machine.
+    const std::string key = data::TokenFileCacheKey(cfg.data);
+    std::optional<int64_t> needed = data::ReadVocabCache(key);
+    if (!needed) {
+      int32_t max_id = 0;
+      try {
+        for (int32_t id : data::LoadTokenFile(cfg.data.path, cfg.data.token_dtype)) {
+          max_id = std::max(max_id, id);
+        }
+      } catch (const std::exception& e) {
+        throw ConfigError(e.what());
       }
-    } catch (const std::exception& e) {
-      throw ConfigError(e.what());
+      needed = static_cast<int64_t>(max_id) + 1;
+      data::WriteVocabCache(key, *needed);
     }
-    if (max_id >= m.vocab_size) {
+    if (*needed > m.vocab_size) {
       throw ConfigError(at + "[data] token file '" + cfg.data.path + "' holds token id " +
-                        std::to_string(max_id) + " but [model] vocab_size = " +
+                        std::to_string(*needed - 1) + " but [model] vocab_size = " +
                         std::to_string(m.vocab_size) + ": raise vocab_size above it");
     }
   }

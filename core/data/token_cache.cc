@@ -91,6 +91,17 @@ std::string TokenCacheKey(const DataConfig& config) {
          "\ntrain_on " + std::to_string(static_cast<int>(config.train_on)) + "\n";
 }
 
+std::string TokenFileCacheKey(const DataConfig& config) {
+  if (config.format != DataFormat::kTokens) return "";
+  const char* setting = std::getenv("MEMSWEEP_TOKEN_CACHE");
+  if (setting != nullptr && std::strcmp(setting, "off") == 0) return "";
+  if (env::CacheDir("tokens").empty()) return "";
+  const std::string file = FileIdentity(config.path);
+  if (file.empty()) return "";
+  return std::string("memsweep ") + MEMSWEEP_VERSION + "\ntoken file " + file + "\ntoken_dtype " +
+         std::to_string(static_cast<int>(config.token_dtype)) + "\n";
+}
+
 std::filesystem::path TokenCacheFile(const std::string& key) {
   if (key.empty()) return {};
   return env::CacheDir("tokens") / (KeyHash(key) + ".tokens");

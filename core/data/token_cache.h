@@ -1,6 +1,7 @@
 // Token cache: the ids a real tokenizer ([data] tokenizer) gives a text corpus, kept on disk so
 // that a corpus is tokenized once per machine instead of once per cell; and the tokenizer's id
-// count, so that a new process need not load the tokenizer to check it. Files live under
+// count, so that a new process need not load the tokenizer to check it (and a token file's
+// largest id, for the same check). Files live under
 // ${XDG_CACHE_HOME:-~/.cache}/memsweep/tokens/ (env/cache_dir.h), one per corpus and tokenizer.
 //
 // A file is used only when its key — everything the ids depend on — matches: the data file and
@@ -50,5 +51,11 @@ bool WriteTokenCache(const std::string& key, const EncodedDocuments& documents);
 // tokenizer.json takes ~0.4 s to read). Only a tokenizer that loaded is recorded.
 std::optional<int64_t> ReadVocabCache(const std::string& key);
 bool WriteVocabCache(const std::string& key, int64_t ids);
+
+// The key of a [data] format = "tokens" file (its path, size, modification time and token_dtype,
+// memsweep's version), or "" when it is not cached. Under it, ReadVocabCache/WriteVocabCache keep
+// the ids the file needs (its largest id + 1): validating a cell in a new process checks
+// [model] vocab_size without reading the file again.
+std::string TokenFileCacheKey(const DataConfig& config);
 
 }  // namespace memsweep::data

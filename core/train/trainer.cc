@@ -353,14 +353,11 @@ class RunLoop {
     stages_.End();
   }
 
-  // data: the batching slot shapes the micro-batches, the packing slot fills them.
+  // data: the micro-batches' shape, as the batching slot configured it when the cell was
+  // validated (config::ValidateRun); the packing slot fills them.
   void Data() {
     stages_.Begin(Stage::kData, -1);
     state_.data = cfg_.data;
-    BatchingStrategy* batching = nullptr;
-    const ActiveStrategy* batching_plugin = nullptr;
-    std::tie(batching, batching_plugin) = hooks_.Get<BatchingStrategy>(Slot::kBatching);
-    CallPlugin(*batching_plugin, "data", [&] { batching->ConfigureBatches(state_.data); });
     result_.data = state_.data;
     PackingStrategy* packing = nullptr;
     const ActiveStrategy* packing_plugin = nullptr;

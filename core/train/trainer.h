@@ -4,7 +4,8 @@
 //   environment   threads, device (cpu or cuda:N), device budget, memory backend or CUDA
 //                 allocator settings (allocator slot)
 //   model         build the Llama decoder (seeded); attention and block runner from their slots
-//   data          batch shape (batching slot), batch source (packing slot)
+//   data          batch shape (the batching slot configured it at validation), batch source
+//                 (packing slot)
 //   optimizer     AdamW + warm-up/cosine schedule
 //   per step:     step_begin (lr, next micro-batches) → forward/backward per micro-batch →
 //                 optimizer_step (clip, update, zero grads) → step_end (record)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/token_file.h"
 #include "core/train/run_result.h"
 #include "memsweep/token_sequences.h"
 #include "support/run_configs.h"
@@ -210,6 +211,52 @@ TEST_F(TokenCacheTest, TheVocabularyCheckReadsTheCachedIdCount) {
   std::ofstream(TokenCacheFile(key).replace_extension(".vocab"), std::ios::trunc) << "700\n";
   EXPECT_FALSE(ReadVocabCache(key).has_value());
   EXPECT_NO_THROW(run(600));
+}
+
+// A token file's largest id is read once per version of the file: a new process validating a
+// cell (a worker, an estimate, a rank) takes it from the cache; a changed file is read again.
+TEST_F(TokenCacheTest, TheTokenFileCheckReadsTheCachedIdCount) {
+  DataConfig tokens;
+  tokens.format = DataFormat::kTokens;
+  tokens.token_dtype = TokenDtype::kUint16;
+  tokens.path = dir_ + "/ids.bin";
+  std::vector<int32_t> ids(4096);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i % 300);
+  WriteTokenFile(tokens.path, ids, tokens.token_dtype);
+  const std::string key = TokenFileCacheKey(tokens);
+  ASSERT_FALSE(key.empty());
+  EXPECT_NE(key, TokenizerCacheKey(config_));
+  EXPECT_FALSE(ReadVocabCache(key).has_value());
+  const auto run = [&](int64_t vocab) {
+    return testing_support::TinyRun(1, {"data.path=\"" + tokens.path + "\"",
+                                        "data.format=\"tokens\"", "data.token_dtype=\"uint16\"",
+                                        "model.vocab_size=" + std::to_string(vocab)});
+  };
+  EXPECT_NO_THROW(run(300));
+  ASSERT_EQ(ReadVocabCache(key), std::optional<int64_t>(300));  // largest id 299, + 1
+  EXPECT_THROW(run(299), config::ConfigError);
+  // What the next validation reads is the cache, not the file.
+  ASSERT_TRUE(WriteVocabCache(key, 400));
+  try {
+    run(300);
+    FAIL() << "the cached count was not read";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds token id 399 but [model] vocab_size = 300"),
+              std::string::npos)
+        << e.what();
+  }
+  // A new version of the file (another size) has another key, and is read again.
+  ids.push_back(310);
+  WriteTokenFile(tokens.path, ids, tokens.token_dtype);
+  const std::string changed = TokenFileCacheKey(tokens);
+  EXPECT_NE(changed, key);
+  EXPECT_THROW(run(310), config::ConfigError);
+  EXPECT_NO_THROW(run(311));
+  EXPECT_EQ(ReadVocabCache(changed), std::optional<int64_t>(311));
+  {
+    const ScopedEnv off("MEMSWEEP_TOKEN_CACHE", "off");
+    EXPECT_TRUE(TokenFileCacheKey(tokens).empty());
+  }
 }
 
 }  // namespace
