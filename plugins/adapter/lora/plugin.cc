@@ -54,6 +54,10 @@ class Lora final : public memsweep::AdapterStrategy {
     };
     return lora_.AdaptGroup(built, ctx, base);
   }
+  // No stage hooks: it works in AdaptGroup, as each group is built.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   LoraAdapter lora_;

@@ -16,6 +16,10 @@ class NoAdapter final : public memsweep::AdapterStrategy {
                                                   memsweep::RunContext&) override {
     return {};
   }
+  // No stage hooks: nothing to adapt.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

@@ -83,6 +83,10 @@ class Qlora final : public memsweep::AdapterStrategy {
     added.insert(added.end(), factors.begin(), factors.end());
     return added;
   }
+  // No stage hooks: it works in AdaptGroup, as each group is built.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   // quantize as module names: "all-linear" is every module of the blocks.

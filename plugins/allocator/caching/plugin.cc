@@ -55,6 +55,12 @@ class CachingAllocator final : public memsweep::AllocatorStrategy {
     ctx.record("caching.allocated_at_peak_bytes", static_cast<double>(s.allocated_at_peak_bytes));
     ctx.record("caching.fragmentation_at_peak", s.FragmentationAtPeak());
   }
+  // On a CUDA device no backend is made: LibTorch's allocator reports for itself.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kRunEnd, memsweep::HookPoint::kBegin,
+         "records the emulated allocator's segments, retries and fragmentation (CPU device)"}};
+  }
 
  private:
   CachingOptions options_;

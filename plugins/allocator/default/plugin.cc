@@ -15,6 +15,10 @@ class SystemAllocator final : public memsweep::AllocatorStrategy {
   std::shared_ptr<memsweep::memory::MemoryBackend> MakeBackend() override {
     return std::make_shared<memsweep::memory::SystemBackend>();
   }
+  // No stage hooks: its backend is all it gives.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

@@ -25,6 +25,10 @@ class ChunkedAttention final : public memsweep::AttentionStrategy {
   memsweep::model::AttentionFn MakeAttention() override {
     return memsweep::plugins::MakeChunkedAttention(block_);
   }
+  // No stage hooks: its attention function does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   int64_t block_;

@@ -13,6 +13,10 @@ class EagerAttention final : public memsweep::AttentionStrategy {
   memsweep::model::AttentionFn MakeAttention() override {
     return memsweep::plugins::EagerCausalAttention;
   }
+  // No stage hooks: its attention function does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

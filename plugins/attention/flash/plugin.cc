@@ -52,6 +52,12 @@ class FlashAttention final : public memsweep::AttentionStrategy {
       ctx.record(std::string("flash.isa.") + flash::IsaName(isa_), 1.0);
     }
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kRunEnd, memsweep::HookPoint::kBegin,
+         std::string("records the instruction set that ran (flash.isa.") + flash::IsaName(isa_) +
+             ")"}};
+  }
   // A CPU kernel: on a GPU, ATen's own flash kernel does this job.
   std::string DeviceRefusal(c10::DeviceType device) const override {
     if (device == c10::kCPU || device == c10::kMeta) return "";  // meta: memsweep estimate

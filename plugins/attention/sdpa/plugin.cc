@@ -47,6 +47,11 @@ class Sdpa final : public memsweep::AttentionStrategy {
       ctx.record("sdpa.calls." + kernel, static_cast<double>(calls));
     }
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kRunEnd, memsweep::HookPoint::kBegin,
+         "records the calls per SDPA kernel (sdpa.calls.<kernel>)"}};
+  }
 
  private:
   SdpaBackend backend_;

@@ -54,6 +54,10 @@ class FixedBatching final : public memsweep::BatchingStrategy {
     config.padding = padding_ == "longest" ? memsweep::data::Padding::kLongest
                                            : memsweep::data::Padding::kMaxLength;
   }
+  // No stage hooks: ConfigureBatches is all it does.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   int64_t micro_batch_size_, accumulation_steps_, seq_len_;

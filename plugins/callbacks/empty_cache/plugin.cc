@@ -4,6 +4,7 @@
 // emptyCache of LibTorch's caching allocator; on the CPU the simulated backend's.
 #include <chrono>
 #include <stdexcept>
+#include <string>
 
 #include "memsweep/plugin.h"
 
@@ -34,6 +35,12 @@ class EmptyCache final : public memsweep::CallbackStrategy {
     ctx.record("empty_cache.seconds", seconds);
     ctx.record("empty_cache.released_bytes",
                static_cast<double>(reserved_before - memory.ReservedBytes()));
+  }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    const std::string steps = every_ == 1 ? "step" : std::to_string(every_) + " steps";
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kStepEnd, memsweep::HookPoint::kEnd,
+         "empties the allocator's cache every " + steps + "; records time and bytes freed"}};
   }
 
  private:

@@ -26,6 +26,12 @@ class EveryKCheckpointing final : public memsweep::CheckpointingStrategy {
   void OnStageBegin(memsweep::Stage stage, memsweep::RunContext& ctx) override {
     if (stage == memsweep::Stage::kForward && ctx.model != nullptr) index_->Assign(*ctx.model);
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kModel, memsweep::HookPoint::kEnd, "indexes the model's blocks"},
+        {memsweep::Stage::kForward, memsweep::HookPoint::kBegin,
+         "indexes the blocks again (another strategy may have rebuilt them)"}};
+  }
 
  private:
   int64_t k_;

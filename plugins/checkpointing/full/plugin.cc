@@ -12,6 +12,10 @@ class FullCheckpointing final : public memsweep::CheckpointingStrategy {
   memsweep::model::BlockRunner MakeBlockRunner() override {
     return memsweep::plugins::checkpointing::MakeFullCheckpointingRunner();
   }
+  // No stage hooks: its block runner does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

@@ -11,6 +11,10 @@ class NoCheckpointing final : public memsweep::CheckpointingStrategy {
   memsweep::model::BlockRunner MakeBlockRunner() override {
     return memsweep::model::RunBlockDirectly;
   }
+  // No stage hooks: its block runner does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

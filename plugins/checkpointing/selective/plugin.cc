@@ -12,6 +12,10 @@ class SelectiveCheckpointing final : public memsweep::CheckpointingStrategy {
   memsweep::model::BlockRunner MakeBlockRunner() override {
     return memsweep::plugins::checkpointing::RunBlockWithCheckpointedAttention;
   }
+  // No stage hooks: its block runner does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

@@ -9,6 +9,10 @@ class AtenKernels final : public memsweep::KernelsStrategy {
   explicit AtenKernels(const memsweep::PluginParams&) {}
   bool MathPreserving() const override { return true; }
   memsweep::model::Kernels MakeKernels() override { return {}; }  // empty: the model's own
+  // No stage hooks: the model's own kernels run.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

@@ -29,6 +29,10 @@ class FusedKernels final : public memsweep::KernelsStrategy {
     if (swiglu_) kernels.swiglu = memsweep::plugins::kernels::FusedSwiGlu;
     return kernels;
   }
+  // No stage hooks: its kernels do the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   bool rms_norm_;

@@ -57,6 +57,10 @@ class ChunkedLoss final : public memsweep::LossStrategy {
       return (summed / in.normalizer).to(at::kFloat);
     };
   }
+  // No stage hooks: its loss function does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   int64_t chunks_, chunk_tokens_;

@@ -38,6 +38,15 @@ class FullLoss final : public memsweep::LossStrategy {
   void OnStageEnd(memsweep::Stage stage, memsweep::RunContext&) override {
     if (stage == memsweep::Stage::kBackward) kept_ = at::Tensor();
   }
+  // Only keep_logits keeps anything to release.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    std::vector<memsweep::StageHook> hooks;
+    if (keep_logits_) {
+      hooks.push_back({memsweep::Stage::kBackward, memsweep::HookPoint::kEnd,
+                       "frees the micro-batch's kept logits (keep_logits)"});
+    }
+    return hooks;
+  }
 
   memsweep::model::LossFn MakeLoss() override {
     const bool upcast = upcast_;

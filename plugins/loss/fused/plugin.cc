@@ -66,6 +66,10 @@ class FusedLoss final : public memsweep::LossStrategy {
       return memsweep::plugins::loss::FusedLinearCrossEntropy(in, options);
     };
   }
+  // No stage hooks: its loss function does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 
  private:
   FusedLossOptions options_;

@@ -74,6 +74,11 @@ class Bucketed final : public memsweep::PackingStrategy {
     ctx.record("bucketed.micro_batches", static_cast<double>(source_->MicroBatchesServed()));
     source_ = nullptr;
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kRunEnd, memsweep::HookPoint::kEnd,
+         "records the documents and micro-batches served"}};
+  }
 
  private:
   BucketOptions options_;

@@ -20,6 +20,10 @@ class Concat final : public memsweep::PackingStrategy {
   // Cross-document attention, positions that do not restart and EOS -> BOS targets change what
   // the model is trained on.
   bool MathPreserving() const override { return false; }
+  // No stage hooks: its batch source does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

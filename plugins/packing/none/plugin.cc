@@ -15,6 +15,10 @@ class NoPacking final : public memsweep::PackingStrategy {
       const memsweep::data::DataConfig& config, uint64_t seed) override {
     return std::make_unique<memsweep::data::Batcher>(config, seed);
   }
+  // No stage hooks: its batch source does the work.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

@@ -79,6 +79,11 @@ class Pack final : public memsweep::PackingStrategy {
     ctx.record("pack.windows", static_cast<double>(source_->WindowsPacked()));
     source_ = nullptr;
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kRunEnd, memsweep::HookPoint::kEnd,
+         "records the packed rows, documents and windows served"}};
+  }
 
  private:
   PackOptions options_;

@@ -29,6 +29,14 @@ class Bf16Autocast final : public memsweep::PrecisionStrategy {
     if (stage == memsweep::Stage::kForward) Disable();
   }
 
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kForward, memsweep::HookPoint::kBegin,
+         "autocast to bf16 on (the run's device)"},
+        {memsweep::Stage::kForward, memsweep::HookPoint::kEnd,
+         "autocast off, its cache cleared"}};
+  }
+
  private:
   // Also runs when a forward pass ends in an exception (a budget OOM): autocast is process-wide
   // state and must not outlive the run.

@@ -51,6 +51,20 @@ class Bf16MasterWeights final : public memsweep::PrecisionStrategy {
     if (stage == memsweep::Stage::kOptimizerStep) weights_.MastersToParameters();
   }
 
+  // The optimizer_step hooks find nothing to do for masters handed over to a sharding strategy.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    using memsweep::HookPoint;
+    using memsweep::Stage;
+    return std::vector<memsweep::StageHook>{
+        {Stage::kModel, HookPoint::kParametersBuilt,
+         "casts the group's trainable parameters to bf16, keeping fp32 masters"},
+        {Stage::kModel, HookPoint::kEnd, "casts trainable parameters not cast by group to bf16"},
+        {Stage::kOptimizerStep, HookPoint::kBegin,
+         "moves the bf16 gradients onto the fp32 masters it holds (none once handed over)"},
+        {Stage::kOptimizerStep, HookPoint::kEnd,
+         "copies the fp32 masters it holds into the bf16 parameters"}};
+  }
+
  private:
   MasterWeights weights_;
 };

@@ -71,6 +71,18 @@ class Fp16 final : public memsweep::PrecisionStrategy {
     if (stage == memsweep::Stage::kForward) DisableAutocast();
     if (stage == memsweep::Stage::kOptimizerStep && scaler_) scaler_->Update();
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    using memsweep::HookPoint;
+    using memsweep::Stage;
+    return std::vector<memsweep::StageHook>{
+        {Stage::kOptimizer, HookPoint::kBegin, "creates the loss scaler"},
+        {Stage::kForward, HookPoint::kBegin, "autocast to fp16 on"},
+        {Stage::kForward, HookPoint::kEnd, "autocast off, its cache cleared"},
+        {Stage::kBackward, HookPoint::kBegin, "scales the loss"},
+        {Stage::kOptimizerStep, HookPoint::kBegin,
+         "unscales the gradients; skips the step if any rank's overflowed"},
+        {Stage::kOptimizerStep, HookPoint::kEnd, "updates the loss scale"}};
+  }
 
  private:
   // Gradients back to their true size; the step is skipped when any of them overflowed (on any

@@ -9,6 +9,10 @@ class Fp32 final : public memsweep::PrecisionStrategy {
   bool MathPreserving() const override { return true; }
   explicit Fp32(const memsweep::PluginParams&) {}
   c10::ScalarType ComputeDtype() const override { return c10::ScalarType::Float; }
+  // No stage hooks: no cast, autocast or master copy to manage.
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{};
+  }
 };
 
 }  // namespace

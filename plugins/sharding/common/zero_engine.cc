@@ -37,6 +37,27 @@ void ZeroEngine::OnStageEnd(Stage stage, RunContext& ctx) {
   }
 }
 
+std::vector<StageHook> ZeroEngine::StageHooks() const {
+  std::vector<StageHook> hooks{
+      {Stage::kModel, HookPoint::kParametersBuilt,
+       "moves the group into the flat parameter buffer, or holds it to the end (a frozen base)"},
+      {Stage::kModel, HookPoint::kEnd,
+       options_.stage == 1 ? "flattens the trainable parameters not flattened by group"
+                           : "flattens the trainable parameters not flattened by group; groups "
+                             "the gradients by block"}};
+  if (options_.stage == 1) {
+    hooks.push_back({Stage::kBackward, HookPoint::kBegin,
+                     "allocates the full flat gradient (a step's first micro-batch)"});
+  } else {
+    hooks.push_back({Stage::kBackward, HookPoint::kBegin,
+                     "allocates the rank's gradient partition (a step's first micro-batch); "
+                     "arms the per-block gradient reduction"});
+    hooks.push_back({Stage::kBackward, HookPoint::kEnd,
+                     "reduces the gradients outside the blocks to their owners"});
+  }
+  return hooks;
+}
+
 model::BlockRunner ZeroEngine::WrapBlockRunner(model::BlockRunner inner) {
   if (options_.stage != 2) return inner;
   return [this, inner](model::Block& block, const at::Tensor& x, const at::Tensor& cos,

@@ -69,6 +69,8 @@ class ZeroEngine final : public BlockBackwardListener {
   // A model built group by group: the flat parameter buffer is allocated with the first group
   // and each group moves into it as it is built (never the whole model twice).
   void ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx);
+  // Where the three above act, which depends on the ZeRO stage (Strategy::StageHooks).
+  std::vector<StageHook> StageHooks() const;
 
   // Stages 1 and 2 keep every parameter on every rank: blocks run as they are; stage 2 marks
   // them so that each block's gradients are reduced as soon as its backward is done.

@@ -24,6 +24,9 @@ class ZeroStrategy : public ShardingStrategy {
   void OnParametersBuilt(const std::vector<size_t>& built, RunContext& ctx) override {
     engine_.ParametersBuilt(built, ctx);
   }
+  std::optional<std::vector<StageHook>> StageHooks() const override {
+    return engine_.StageHooks();
+  }
   bool OwnsOptimizerStep() const override { return true; }
   double OptimizerStep(RunContext& ctx, const OptimizerStepSpec& spec) override {
     return engine_.OptimizerStep(ctx, spec);

@@ -40,6 +40,11 @@ class Ddp final : public memsweep::ShardingStrategy {
     }
     Flush(*ctx.comm, bucket, elements);
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {Stage::kOptimizerStep, memsweep::HookPoint::kBegin,
+         "all-reduces gradients across ranks in buckets (world_size > 1)"}};
+  }
 
  private:
   // One bucket: concatenated, summed over the ranks, copied back into each gradient.

@@ -19,6 +19,11 @@ class NoSharding final : public memsweep::ShardingStrategy {
           "\"ddp\", \"zero1\", \"zero2\" or \"zero3\"");
     }
   }
+  std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
+    return std::vector<memsweep::StageHook>{
+        {memsweep::Stage::kEnvironment, memsweep::HookPoint::kBegin,
+         "refuses the run when world_size > 1"}};
+  }
 };
 
 }  // namespace

@@ -68,6 +68,22 @@ void Zero3Engine::Partition(RunContext& ctx) {
   grads_ = GradientGroups(params_, groups_.groups, layout_);
 }
 
+std::vector<StageHook> Zero3Engine::StageHooks() const {
+  return {
+      {Stage::kModel, HookPoint::kParametersBuilt,
+       "partitions each gather unit once all its parameters are built"},
+      {Stage::kModel, HookPoint::kEnd,
+       "partitions a model not built by group; groups the gradients by block"},
+      {Stage::kForward, HookPoint::kBegin,
+       "gathers the parameters outside the blocks (embedding, final norm, LM head)"},
+      {Stage::kBackward, HookPoint::kBegin,
+       "allocates the rank's gradient partition (a step's first micro-batch); arms the "
+       "per-block gradient reduction"},
+      {Stage::kBackward, HookPoint::kEnd,
+       "reduces the gradients outside the blocks to their owners; frees every gathered "
+       "parameter"}};
+}
+
 void Zero3Engine::OnStageBegin(Stage stage, RunContext&) {
   if (stage == Stage::kForward) units_->Gather(Comm(), units_->PartitionedUnit(blocks_));
   if (stage == Stage::kBackward) {

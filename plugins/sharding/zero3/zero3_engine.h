@@ -52,6 +52,8 @@ class Zero3Engine final : public BlockBackwardListener {
   // parameters outside the blocks) is partitioned as soon as all its parameters are built, so a
   // rank never holds the whole model — its partition, plus the groups not complete yet.
   void ParametersBuilt(const std::vector<size_t>& built, RunContext& ctx);
+  // Where the three above act (Strategy::StageHooks).
+  std::vector<StageHook> StageHooks() const;
   // bf16 parameters: keeps this rank's partition of the precision slot's fp32 master copies.
   // One group's share of them, while the model is built (PartitionOptimizer::AdoptGroup).
   void AdoptGroupOptimizerParameters(RunContext& ctx, const std::vector<size_t>& built,
