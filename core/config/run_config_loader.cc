@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "core/config/strategy_resolver.h"
+#include "core/plugin/plugin_library.h"
+#include "core/plugin/plugin_registry.h"
 #include "core/config/toml_overrides.h"
 #include "core/config/toml_reader.h"
 #include "core/data/byte_tokenizer.h"
@@ -505,6 +507,21 @@ ValidatedRun ValidateRun(RunConfig cfg, ReadFor purpose) {
                       "plugin = \"" + owning->name + "\" owns the optimizer step with reduced "
                       "gradients of its own, which that check never sees: use sharding \"none\" "
                       "or \"ddp\" with it, or a precision that does not skip steps");
+  }
+  // A sharding strategy that owns the step updates its partition with memsweep's AdamW, the
+  // optimizer slot's default: another optimizer would be silently replaced.
+  if (owning != nullptr) {
+    const plugin::PluginLibrary* fallback = plugin::PluginRegistry::Default().DefaultFor("optimizer");
+    for (const plugin::ActiveStrategy& s : strategies) {
+      if (s.slot != "optimizer" || (fallback != nullptr && s.name == fallback->name())) continue;
+      throw ConfigError(at + "[strategies.optimizer] plugin = \"" + s.name +
+                        "\" cannot run beside [strategies.sharding] plugin = \"" + owning->name +
+                        "\", which owns the optimizer step and keeps AdamW state of its own "
+                        "partition (memsweep's AdamW, optimizer \"" +
+                        (fallback != nullptr ? fallback->name() : std::string("adamw")) +
+                        "\"): use that optimizer with it, or sharding \"none\" or \"ddp\" "
+                        "with this one");
+    }
   }
   const AdapterPlan adapter_plan = CheckAdapter(cfg, strategies, at);
   cfg.data = EffectiveDataConfig(cfg.data, strategies, cfg.source);

@@ -26,6 +26,7 @@ const char* HookPointName(HookPoint point) {
 }
 std::string AllocatorStrategy::DeviceAllocatorSettings() const { return ""; }
 DeviceMemory::~DeviceMemory() = default;
+Optimizer::~Optimizer() = default;
 std::vector<at::Tensor> PrecisionStrategy::OptimizerParameters(
     const std::vector<at::Tensor>& model_parameters) {
   return model_parameters;

@@ -3,36 +3,40 @@
 #include <set>
 #include <utility>
 
+#include "core/train/grad_clip.h"
+#include "core/train/strategy_hooks.h"
+
 namespace memsweep::train {
 namespace {
 
-class HostAdamWUpdate final : public OptimizerUpdate {
+class HostOptimizerUpdate final : public OptimizerUpdate {
  public:
-  HostAdamWUpdate(std::vector<at::Tensor> updated, const AdamWOptions& options)
-      : adamw_(std::move(updated), options) {}
+  HostOptimizerUpdate(std::vector<at::Tensor> updated, std::unique_ptr<Optimizer> optimizer,
+                      const plugin::ActiveStrategy& plugin)
+      : updated_(std::move(updated)), optimizer_(std::move(optimizer)), plugin_(plugin) {}
 
   double Step(const OptimizerStepSpec& spec) override {
-    adamw_.SetLearningRate(spec.lr);
-    const double norm = ClipGradNorm(adamw_.Parameters(), spec.grad_clip);
-    adamw_.Step();
+    const double norm = ClipGradNorm(updated_, spec.grad_clip);
+    CallPlugin(plugin_, "optimizer_step", [&] { optimizer_->Step(spec); });
     return norm;
   }
-  void ZeroGrad() override { adamw_.ZeroGrad(); }
+  void ZeroGrad() override {
+    for (at::Tensor& u : updated_) u.mutable_grad() = at::Tensor();
+  }
   bool Skippable() const override { return true; }
-  const std::vector<at::Tensor>* UpdatedTensors() const override { return &adamw_.Parameters(); }
+  const std::vector<at::Tensor>* UpdatedTensors() const override { return &updated_; }
 
   void AddModelState(const std::vector<at::Tensor>& params,
                      ModelStateTensors& tensors) const override {
-    const std::vector<at::Tensor>& updated = adamw_.Parameters();
-    for (const at::Tensor& u : updated) {
+    for (const at::Tensor& u : updated_) {
       if (u.grad().defined()) tensors.grads.push_back(u.grad());
     }
-    for (const at::Tensor& s : adamw_.StateTensors()) tensors.optimizer.push_back(s);
-    // Updated tensors that are not parameters (fp32 masters) are optimizer state; when AdamW
-    // updates the parameters themselves every shared storage is counted once.
+    for (const at::Tensor& s : optimizer_->StateTensors()) tensors.optimizer.push_back(s);
+    // Updated tensors that are not parameters (fp32 masters) are optimizer state; when the
+    // update applies to the parameters themselves every shared storage is counted once.
     std::set<const void*> param_storages;
     for (const at::Tensor& p : params) param_storages.insert(p.storage().unsafeGetStorageImpl());
-    for (const at::Tensor& u : updated) {
+    for (const at::Tensor& u : updated_) {
       if (param_storages.count(u.storage().unsafeGetStorageImpl()) == 0) {
         tensors.optimizer.push_back(u);
       }
@@ -40,7 +44,9 @@ class HostAdamWUpdate final : public OptimizerUpdate {
   }
 
  private:
-  AdamW adamw_;
+  std::vector<at::Tensor> updated_;
+  std::unique_ptr<Optimizer> optimizer_;
+  const plugin::ActiveStrategy& plugin_;
 };
 
 class ShardingSlotUpdate final : public OptimizerUpdate {
@@ -59,9 +65,10 @@ class ShardingSlotUpdate final : public OptimizerUpdate {
 
 }  // namespace
 
-std::unique_ptr<OptimizerUpdate> MakeHostAdamWUpdate(std::vector<at::Tensor> updated,
-                                                     const AdamWOptions& options) {
-  return std::make_unique<HostAdamWUpdate>(std::move(updated), options);
+std::unique_ptr<OptimizerUpdate> MakeHostOptimizerUpdate(std::vector<at::Tensor> updated,
+                                                         std::unique_ptr<Optimizer> optimizer,
+                                                         const plugin::ActiveStrategy& plugin) {
+  return std::make_unique<HostOptimizerUpdate>(std::move(updated), std::move(optimizer), plugin);
 }
 
 std::unique_ptr<OptimizerUpdate> MakeShardingSlotUpdate(

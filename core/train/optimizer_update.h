@@ -1,8 +1,10 @@
 // OptimizerUpdate: the update at the end of every step as the training loop sees it — one
-// interface whoever owns it: the host's AdamW over the tensors the precision slot names
-// (HostAdamWUpdate), or the sharding slot's own partitioned step (ShardingSlotUpdate).
+// interface whoever owns it: the optimizer slot's update over the tensors the precision slot
+// names, run by the host after clipping (HostOptimizerUpdate), or the sharding slot's own
+// partitioned step (ShardingSlotUpdate).
 //
-//   std::unique_ptr<OptimizerUpdate> update = MakeHostAdamWUpdate(tensors, options);
+//   std::unique_ptr<OptimizerUpdate> update =
+//       MakeHostOptimizerUpdate(tensors, optimizer_slot->MakeOptimizer(tensors), plugin);
 //   record.grad_norm = update->Step(spec);   // clip by the global norm, update, return the norm
 //   update->ZeroGrad();                      // at step_end
 #pragma once
@@ -13,7 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/train/adamw.h"
+#include "core/plugin/active_strategy.h"
+#include "memsweep/optimizer.h"
 #include "memsweep/strategy.h"
 
 namespace memsweep::train {
@@ -21,8 +24,8 @@ namespace memsweep::train {
 class OptimizerUpdate {
  public:
   virtual ~OptimizerUpdate() = default;
-  // Clips the gradients to spec.grad_clip by their global L2 norm, applies AdamW with spec's
-  // hyperparameters, and returns the norm before clipping.
+  // Clips the gradients to spec.grad_clip by their global L2 norm, applies the update with
+  // spec's hyperparameters, and returns the norm before clipping.
   virtual double Step(const OptimizerStepSpec& spec) = 0;
   // Releases the gradients (set to undefined) at step end and after a failed run.
   virtual void ZeroGrad() = 0;
@@ -30,8 +33,8 @@ class OptimizerUpdate {
   // of its own that a skip would carry into the next step.
   virtual bool Skippable() const = 0;
   // Adds what the update holds beyond the parameters to the model state (memory breakdown): the
-  // updated tensors' gradients, and as optimizer state the AdamW moments and any updated tensor
-  // that is not a parameter (fp32 master copies).
+  // updated tensors' gradients, and as optimizer state the optimizer's state tensors and any
+  // updated tensor that is not a parameter (fp32 master copies).
   virtual void AddModelState(const std::vector<at::Tensor>& params,
                              ModelStateTensors& tensors) const = 0;
   // The tensors whose gradients the update reads (RunContext::optimizer_parameters), or null
@@ -39,9 +42,12 @@ class OptimizerUpdate {
   virtual const std::vector<at::Tensor>* UpdatedTensors() const = 0;
 };
 
-// The host's AdamW over `updated` (the parameters, or one master copy per parameter).
-std::unique_ptr<OptimizerUpdate> MakeHostAdamWUpdate(std::vector<at::Tensor> updated,
-                                                     const AdamWOptions& options);
+// The optimizer slot's update over `updated` (the parameters, or one master copy per
+// parameter): `optimizer` is what `plugin` made for them (OptimizerStrategy::MakeOptimizer);
+// its exceptions name the plugin.
+std::unique_ptr<OptimizerUpdate> MakeHostOptimizerUpdate(std::vector<at::Tensor> updated,
+                                                         std::unique_ptr<Optimizer> optimizer,
+                                                         const plugin::ActiveStrategy& plugin);
 
 // The sharding slot's step, called through `step` (which reports the plugin's exceptions); the
 // slot adds its own state to the memory breakdown (ShardingStrategy::AddModelState).

@@ -73,7 +73,10 @@ std::vector<StageEntry> HostWork(const StrategyHooks& hooks, Stage stage, c10::D
     case Stage::kOptimizer:
       if (!owns_step) {
         return {{"host", who(Slot::kPrecision),
-                 "names the tensors the trainer's AdamW updates (OptimizerParameters)"}};
+                 "names the tensors the update applies to (OptimizerParameters)"},
+                {"host", who(Slot::kOptimizer),
+                 "makes the update over them; its state comes at the first update "
+                 "(MakeOptimizer)"}};
       }
       return {{"host", who(Slot::kSharding),
                by_group ? "owns the optimizer step; took " + who(Slot::kPrecision) +
@@ -105,7 +108,8 @@ std::vector<StageEntry> HostWork(const StrategyHooks& hooks, Stage stage, c10::D
         work.push_back({"host", who(Slot::kSharding),
                         "clips and updates its partition (OptimizerStep)"});
       } else {
-        work.push_back({"host", "", "clips by the global gradient norm; AdamW updates"});
+        work.push_back({"host", "", "clips the gradients by their global norm"});
+        work.push_back({"host", who(Slot::kOptimizer), "updates the tensors (Optimizer::Step)"});
       }
       return work;
     }

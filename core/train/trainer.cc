@@ -31,7 +31,6 @@
 #include "core/memory/storage_bytes.h"
 #include "core/model/hf_weights.h"
 #include "core/model/llama.h"
-#include "core/train/adamw.h"
 #include "core/train/optimizer_update.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_probe.h"
@@ -65,7 +64,7 @@ class BudgetScope {
 struct RunState {
   model::LlamaModel model{nullptr};
   std::unique_ptr<data::BatchSource> batches;
-  std::unique_ptr<OptimizerUpdate> update;  // the host's AdamW or the sharding slot's step
+  std::unique_ptr<OptimizerUpdate> update;  // the optimizer slot's or the sharding slot's step
   LrSchedule schedule;
   data::DataConfig data;  // as the batching strategy configured it
   ShardingStrategy* sharding = nullptr;  // null until the optimizer stage
@@ -368,9 +367,9 @@ class RunLoop {
     stages_.End();
   }
 
-  // optimizer: AdamW over the tensors the precision slot names (the parameters, or master
-  // copies of them) — unless the sharding slot owns the step and keeps (its share of) the state
-  // itself, taking the precision slot's tensors over.
+  // optimizer: the optimizer slot's update over the tensors the precision slot names (the
+  // parameters, or master copies of them) — unless the sharding slot owns the step and keeps
+  // (its share of) the state itself, taking the precision slot's tensors over.
   void Optimizer() {
     stages_.Begin(Stage::kOptimizer, -1);
     const config::OptimizerSection& o = cfg_.optimizer;
@@ -399,8 +398,12 @@ class RunLoop {
       std::vector<at::Tensor> updated = CallPlugin(*precision_plugin, "optimizer", [&] {
         return precision->OptimizerParameters(TrainableParameters());
       });
-      state_.update = MakeHostAdamWUpdate(
-          std::move(updated), AdamWOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
+      OptimizerStrategy* optimizer = nullptr;
+      const ActiveStrategy* optimizer_plugin = nullptr;
+      std::tie(optimizer, optimizer_plugin) = hooks_.Get<OptimizerStrategy>(Slot::kOptimizer);
+      std::unique_ptr<memsweep::Optimizer> made = CallPlugin(
+          *optimizer_plugin, "optimizer", [&] { return optimizer->MakeOptimizer(updated); });
+      state_.update = MakeHostOptimizerUpdate(std::move(updated), std::move(made), *optimizer_plugin);
     }
     context_.optimizer_parameters = state_.update->UpdatedTensors();
     CountTrainable();
@@ -525,7 +528,7 @@ class RunLoop {
     context_.loss = nullptr;
   }
 
-  // optimizer_step: the update — the host's AdamW after clipping, or the sharding slot's own
+  // optimizer_step: the update — the optimizer slot's after clipping, or the sharding slot's own
   // (one interface: OptimizerUpdate); skipped when a begin hook (fp16's overflow check) said so.
   void OptimizerStep(int64_t step, StepRecord& record) {
     stages_.Begin(Stage::kOptimizerStep, step);
@@ -539,8 +542,10 @@ class RunLoop {
       }
     } else {
       const config::OptimizerSection& o = cfg_.optimizer;
-      const OptimizerStepSpec spec{record.lr, o.beta1,     o.beta2, o.eps,
-                                   o.weight_decay, o.grad_clip, step + 1};
+      // Counts updates, not steps: a skipped step (fp16 overflow) does not advance the
+      // optimizer's step, as torch's GradScaler leaves optimizer.step() uncalled.
+      const OptimizerStepSpec spec{record.lr,      o.beta1,     o.beta2, o.eps,
+                                   o.weight_decay, o.grad_clip, ++updates_};
       record.grad_norm = state_.update->Step(spec);
     }
     context_.grad_norm = record.grad_norm;  // for the end hooks (memsweep/strategy.h)
@@ -565,6 +570,7 @@ class RunLoop {
   bool sharded_step_ = false;
   // The sharding slot took the optimizer's tensors group by group in the model stage.
   bool adopted_by_group_ = false;
+  int64_t updates_ = 0;            // optimizer updates applied (OptimizerStepSpec::step)
   int64_t adapter_trainable_ = 0;  // elements of the adapter's trainable tensors
   model::LossFn loss_;  // the loss slot's, set in the model stage
 };

@@ -33,6 +33,7 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"sharding/zero3", true},          {"adapter/none", true},
       {"adapter/lora", false},            {"loss/full", true},
       {"loss/chunked", true},            {"loss/fused", true},
+      {"optimizer/adamw", true},
       {"kernels/aten", true},            {"kernels/fused", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},

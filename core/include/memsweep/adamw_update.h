@@ -1,8 +1,8 @@
 // One AdamW update, in place: decoupled weight decay, the two moment estimates, bias correction.
-// memsweep's optimizer arithmetic in one place, shared by the host's AdamW (core/train/adamw.h)
-// and by sharding plugins that update their own partition of the parameters, so that a sharded
-// run updates exactly as a single process would from the same gradients (tests/plugins/sharding/
-// compare the trajectories).
+// memsweep's AdamW arithmetic in one place, shared by the optimizer slot's default
+// (plugins/optimizer/adamw) and by sharding plugins that update their own partition of the
+// parameters, so that a sharded run updates exactly as a single process would from the same
+// gradients (tests/plugins/sharding/ compare the trajectories).
 //
 //   AdamWUpdate(p, grad, exp_avg, exp_avg_sq, {lr, beta1, beta2, eps, weight_decay}, step);
 #pragma once

@@ -41,7 +41,9 @@ extern "C" {
  *    checkpoint::ForwardState's meta autocast members. */
 /* 9: Strategy::StageHooks (the hooks a strategy declares; the host calls only those),
  *    HookPoint and StageHook. */
-#define MEMSWEEP_PLUGIN_ABI_VERSION 9u
+/* 10: the optimizer slot (Slot::kOptimizer after kPrecision, OptimizerStrategy,
+ *     memsweep/optimizer.h: Optimizer; OptimizerStepSpec moved there): later slots moved. */
+#define MEMSWEEP_PLUGIN_ABI_VERSION 10u
 #define MEMSWEEP_PLUGIN_ENTRY_SYMBOL "memsweep_plugin_info"
 
 typedef enum MemsweepParamType {

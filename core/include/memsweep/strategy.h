@@ -10,8 +10,10 @@
 //                                         precision slot's master copies) and report the
 //                                         model state it holds (AddModelState), wrap the
 //                                         checkpointing slot's BlockRunner (WrapBlockRunner)
-//   precision      PrecisionStrategy      the compute dtype; the tensors AdamW updates (hooks do
-//                                         autocast, casts, scaling)
+//   precision      PrecisionStrategy      the compute dtype; the tensors the optimizer updates
+//                                         (hooks do autocast, casts, scaling)
+//   optimizer      OptimizerStrategy      the update and its state (MakeOptimizer,
+//                                         memsweep/optimizer.h), when the host runs the step
 //   adapter        AdapterStrategy        what trains: freezes the model's parameters and adds
 //                                         its own (LoRA factors) as each group is built
 //                                         (AdaptGroup), sets the forward of linear layers
@@ -35,7 +37,8 @@
 // and in reverse order at its end. At the optimizer stage the host asks the sharding slot first:
 // if it owns the step, the precision slot hands its tensors over (HandOverOptimizerParameters)
 // to the sharding slot (AdoptOptimizerParameters); otherwise the precision slot names them
-// (OptimizerParameters) for the host's AdamW. tests/core/train/hook_order_test.cc pins all this.
+// (OptimizerParameters) for the optimizer slot's update (OptimizerStrategy::MakeOptimizer), which
+// the host runs. tests/core/train/hook_order_test.cc pins all this.
 // Exceptions thrown by a strategy are caught by the host and reported with the plugin's name;
 // c10::OutOfMemoryError passes through as a budget OOM.
 //
@@ -66,6 +69,7 @@
 #include "memsweep/loss.h"
 #include "memsweep/memory_backend.h"
 #include "memsweep/model.h"
+#include "memsweep/optimizer.h"
 #include "memsweep/stage.h"
 
 namespace memsweep {
@@ -79,6 +83,7 @@ namespace memsweep {
   X(kAllocator, "allocator")        \
   X(kSharding, "sharding")          \
   X(kPrecision, "precision")        \
+  X(kOptimizer, "optimizer")        \
   X(kAdapter, "adapter")            \
   X(kPacking, "packing")            \
   X(kBatching, "batching")          \
@@ -135,7 +140,7 @@ struct RunContext {
   // Records a figure of this step (the fp16 loss scale ...): stored per step with the results,
   // beside the step's loss. The last value of a name within a step wins.
   std::function<void(const std::string& name, double value)> record_step;
-  // The tensors the host's AdamW updates — the model's parameters, or a precision strategy's
+  // The tensors the optimizer slot updates — the model's parameters, or a precision strategy's
   // fp32 master copies — from the optimizer stage on; null when the sharding slot owns the step
   // (it keeps reduced gradients of its own). Their .grad, read in a callback's optimizer_step
   // begin hook (callbacks run after every other slot's begin hook), are the gradients the update
@@ -218,7 +223,7 @@ class PrecisionStrategy : public Strategy {
   // The dtype the GEMMs run in: the GEMM calibration (MFU) measures this dtype.
   virtual c10::ScalarType ComputeDtype() const = 0;
 
-  // The tensors AdamW updates, asked once in the optimizer
+  // The tensors the optimizer slot updates, asked once in the optimizer
   // stage with the model's parameters (after the model stage's end hooks, where a strategy may
   // have converted them, e.g. to bf16). Default: the parameters themselves. A strategy that
   // returns other tensors (fp32 master copies, in the same order) keeps them in step with the
@@ -309,12 +314,13 @@ class LossStrategy : public Strategy {
   virtual model::LossFn MakeLoss() = 0;
 };
 
-// What one optimizer step uses (from [optimizer] and the learning-rate schedule).
-struct OptimizerStepSpec {
-  double lr = 0.0;
-  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.0;
-  double grad_clip = 0.0;  // global L2 norm; 0 = no clipping
-  int64_t step = 0;        // 1 for the first update (AdamW bias correction)
+class OptimizerStrategy : public Strategy {
+ public:
+  // Called once, in the optimizer stage, when the host runs the update (the sharding slot does
+  // not own it), with the tensors the update applies to: the trainable parameters, or the
+  // precision slot's fp32 master copies of them (PrecisionStrategy::OptimizerParameters), in the
+  // model's parameter order. Their gradients are in .grad() at every Step.
+  virtual std::unique_ptr<Optimizer> MakeOptimizer(const std::vector<at::Tensor>& tensors) = 0;
 };
 
 // Tensors that make up the model state a rank holds (the memory breakdown's params, grads and
@@ -326,8 +332,10 @@ struct ModelStateTensors {
 class ShardingStrategy : public Strategy {
  public:
   // True: the host builds no optimizer; OptimizerStep updates the parameters (the strategy keeps
-  // the optimizer state, e.g. only its partition). False: the host's AdamW runs on whatever
-  // gradients the strategy's hooks left in the parameters' .grad (all-reduced for ddp).
+  // the optimizer state, e.g. only its partition) with memsweep's AdamW (memsweep/adamw_update.h),
+  // the optimizer slot's default — validation refuses another optimizer plugin beside it. False:
+  // the optimizer slot's update runs on whatever gradients the strategy's hooks left in the
+  // parameters' .grad (all-reduced for ddp).
   virtual bool OwnsOptimizerStep() const;
   // Called inside the optimizer_step stage when OwnsOptimizerStep(): clip to spec.grad_clip by
   // the global norm over all ranks, apply AdamW, leave no gradient behind. Returns the global

@@ -46,9 +46,9 @@ TEST(RunConfigLoaderTest, ReadsEverySectionAndResolvesTheDataPath) {
   const data::DataConfig& batches = cfg.data;  // validated: as the batching plugin configured it
   EXPECT_EQ(batches.padding, data::Padding::kMaxLength);
   EXPECT_EQ(batches.micro_batch_size, 3);
-  ASSERT_EQ(cfg.strategies.size(), 10u);
-  EXPECT_EQ(cfg.strategies[5].slot, "batching");
-  EXPECT_EQ(cfg.strategies[5].params.Int("seq_len"), 64);
+  ASSERT_EQ(cfg.strategies.size(), 11u);
+  EXPECT_EQ(cfg.strategies[6].slot, "batching");
+  EXPECT_EQ(cfg.strategies[6].params.Int("seq_len"), 64);
   EXPECT_DOUBLE_EQ(cfg.optimizer.lr, 1.0);
   EXPECT_EQ(cfg.device.memory_budget_bytes, 2LL << 30);
 }

@@ -22,8 +22,8 @@ namespace memsweep::train {
 namespace {
 
 const std::vector<std::string> kHookOrder = {
-    "allocator", "sharding", "precision",     "adapter", "packing",  "batching",
-    "attention", "kernels",  "checkpointing", "loss",    "callbacks"};
+    "allocator", "sharding", "precision",     "optimizer", "adapter",  "packing",
+    "batching",  "attention", "kernels", "checkpointing", "loss", "callbacks"};
 
 TEST(HookOrderTest, SlotNamesAreTheHookOrderAndMatchTheSlotEnum) {
   EXPECT_EQ(SlotNames(), kHookOrder);

@@ -120,7 +120,7 @@ TEST(TrainerTest, RecordsThroughputAndTimeline) {
   EXPECT_EQ(forwards, 4);
   EXPECT_EQ(std::string(r.timeline.back().stage), "run_end");
   EXPECT_EQ(tracker.AllocatedBytes(), baseline);
-  ASSERT_EQ(r.plugins.size(), 10u);  // one per slot, no callbacks
+  ASSERT_EQ(r.plugins.size(), 11u);  // one per slot, no callbacks
   EXPECT_EQ(r.plugins.front().slot, "allocator");
   EXPECT_EQ(r.plugins.front().name, "default");
 }

@@ -12,7 +12,6 @@
 #include "core/memory/storage_bytes.h"
 #include "core/model/llama.h"
 #include "core/results/loss_verification.h"
-#include "core/train/adamw.h"
 #include "precision/bf16/master_weights.h"
 #include "support/run_configs.h"
 
@@ -103,7 +102,8 @@ TEST(Bf16PrecisionTest, BackwardLeavesBf16GradientsOfHalfTheFp32Bytes) {
   EXPECT_EQ(memory::DistinctStorageBytes(master_grads), 4 * n);
 }
 
-// Drives the loaded plugin through the hooks the trainer calls, around the trainer's AdamW.
+// Drives the loaded plugin through the hooks the trainer calls, around the optimizer slot's
+// default (optimizer/adamw).
 TEST(Bf16PrecisionTest, PluginUpdatesFp32MastersAndRoundsThemIntoTheParameters) {
   const config::RunConfig cfg = TinyRun(1, WithPrecision("bf16"));
   const std::shared_ptr<Strategy> strategy = SlotStrategy(cfg, "precision");
@@ -132,10 +132,17 @@ TEST(Bf16PrecisionTest, PluginUpdatesFp32MastersAndRoundsThemIntoTheParameters) 
 
   // A learning rate small enough that many updates are below one bf16 step of the weight: the
   // masters must keep them, the parameters are the masters rounded to bf16.
-  train::AdamW optimizer(masters, {.lr = 1e-4, .weight_decay = 0.1});
+  const std::shared_ptr<Strategy> adamw = SlotStrategy(cfg, "optimizer");
+  auto* optimizer_slot = dynamic_cast<OptimizerStrategy*>(adamw.get());
+  ASSERT_NE(optimizer_slot, nullptr);
+  const std::unique_ptr<Optimizer> optimizer = optimizer_slot->MakeOptimizer(masters);
   tiny.Loss().backward();
   precision->OnStageBegin(Stage::kOptimizerStep, context);
-  optimizer.Step();
+  OptimizerStepSpec spec;
+  spec.lr = 1e-4;
+  spec.weight_decay = 0.1;
+  spec.step = 1;
+  optimizer->Step(spec);
   precision->OnStageEnd(Stage::kOptimizerStep, context);
   int64_t kept_below_bf16 = 0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -146,7 +153,8 @@ TEST(Bf16PrecisionTest, PluginUpdatesFp32MastersAndRoundsThemIntoTheParameters) 
     kept_below_bf16 += masters[i].ne(params[i].to(at::kFloat)).sum().item<int64_t>();
   }
   EXPECT_GT(kept_below_bf16, 0) << "the masters hold nothing beyond bf16 precision";
-  for (const at::Tensor& state : optimizer.StateTensors()) {
+  ASSERT_EQ(optimizer->StateTensors().size(), 2 * masters.size());
+  for (const at::Tensor& state : optimizer->StateTensors()) {
     EXPECT_EQ(state.scalar_type(), at::kFloat);
   }
 }
