@@ -1,0 +1,116 @@
+// optimizer/torch_adamw in a whole training step against transformers with torch.optim.AdamW
+// (hf_peak_reference/make_references.py, run by ctest as
+// TorchAdamWHfPeakReference.PeaksMatchTransformers): a small Qwen2 with an untied and a tied
+// head, fp32 and bf16 autocast, each implementation — the run's peak, and the optimizer step's
+// own peak (the optimizer_step stage against the profiler's optimizer.step() window), within 1%
+// of the peaks torch.profiler measured for transformers' loop; the estimate of the fp32 runs too.
+// Two known differences, both outside this plugin, are held to their measured size:
+//  - the order of the tensors: memsweep's model lists its own parameters (embed_tokens, then an
+//    untied lm_head) before the decoder blocks, transformers' model.parameters() lists lm_head
+//    last, after the final norm. The for-loop holds the previous tensor's denominator while it
+//    computes the next one's, so with an untied head memsweep's step holds the embedding's
+//    denominator beside the head's two temporaries where torch holds the final norm's: the
+//    step's peak is higher by exactly embedding - norm bytes (+9.8 % here).
+//  - bf16 autocast: precision/bf16-autocast's run peaks 1.3-1.5 % below transformers' loop
+//    under torch.autocast, the same for every implementation (the peak is in forward/backward);
+//    held at 2 %. The optimizer steps are equal within 1 %.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/estimate/cell_estimate.h"
+#include "support/run_configs.h"
+
+namespace memsweep::torch_adamw_hf_peak_test {
+namespace {
+
+using testing_support::SourcePath;
+using testing_support::Train;
+
+// transformers' loop: no gradient clipping, a constant learning rate, the loss alone kept
+// through backward (loss/full without keep_logits).
+config::RunConfig TransformersLoopRun(const std::string& model_dir, const nlohmann::json& peaks,
+                                      const std::string& precision,
+                                      const std::string& implementation) {
+  const std::string text =
+      "[experiment]\nname = \"torch-adamw-hf-peak\"\nsteps = " +
+      std::to_string(peaks.at("steps").get<int64_t>()) +
+      "\nwarmup_steps = 1\nseed = 1\n"
+      "[model]\nconfig = \"" + model_dir + "\"\n"
+      "[data]\npath = \"data/devils-dictionary.jsonl\"\n"
+      "[optimizer]\nlr = " + std::to_string(peaks.at("lr").get<double>()) +
+      "\ngrad_clip = 0.0\n"
+      "[device]\nthreads = 1\n"
+      "[strategies.batching]\nseq_len = " + std::to_string(peaks.at("tokens").get<int64_t>()) +
+      "\nmicro_batch_size = " + std::to_string(peaks.at("rows").get<int64_t>()) +
+      "\n[strategies.loss]\nplugin = \"full\"\nkeep_logits = false\n"
+      "[strategies.precision]\nplugin = \"" + precision + "\"\n"
+      "[strategies.optimizer]\nplugin = \"torch_adamw\"\nimplementation = \"" + implementation +
+      "\"\n";
+  return config::ParseRunConfig(text, SourcePath("experiments/torch-adamw-hf-peak.toml"), {});
+}
+
+// The untied for-loop's step in memsweep's tensor order (embed_tokens, lm_head, blocks, norm)
+// holds the embedding's denominator where torch's (..., norm, lm_head) holds the final norm's.
+int64_t ParameterOrderExcess(const std::string& model_dir) {
+  std::ifstream in(model_dir + "/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  const int64_t hidden = config.at("hidden_size"), vocab = config.at("vocab_size");
+  return 4 * vocab * hidden - 4 * hidden;
+}
+
+double Ratio(int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); }
+
+TEST(TorchAdamWHfPeakReferenceTest, RunAndOptimizerStepPeaksEqualTransformers) {
+  const char* dir = std::getenv("MEMSWEEP_TORCH_ADAMW_HF_PEAK_DIR");
+  if (dir == nullptr) {
+    GTEST_SKIP() << "MEMSWEEP_TORCH_ADAMW_HF_PEAK_DIR is not set: ctest runs this test as "
+                    "TorchAdamWHfPeakReference.PeaksMatchTransformers, with transformers' figures";
+  }
+  for (const std::string model : {"qwen2_untied", "qwen2_tied"}) {
+    const std::string case_dir = std::string(dir) + "/" + model;
+    std::ifstream in(case_dir + "/peaks.json");
+    ASSERT_TRUE(in) << case_dir << "/peaks.json";
+    const nlohmann::json peaks = nlohmann::json::parse(in);
+    for (const std::string precision : {"fp32", "bf16-autocast"}) {
+      for (const std::string implementation : {"for-loop", "foreach", "fused"}) {
+        const std::string what = model + " " + precision + " " + implementation;
+        const nlohmann::json& reference = peaks.at(precision).at(implementation);
+        const int64_t ref_peak = reference.at("peak"), ref_step = reference.at("optimizer_step");
+        const config::RunConfig cfg = TransformersLoopRun(case_dir, peaks, precision, implementation);
+        const train::RunResult r = Train(cfg);
+        ASSERT_EQ(r.status, train::RunStatus::kOk) << what << ": " << r.error;
+        const int64_t peak = r.memory.peak_allocated_bytes;
+        const int64_t step = r.memory.phases[2].peak_bytes;  // the optimizer_step stage's
+        std::printf("%s: run peak %lld, transformers %lld (%.5f); optimizer step %lld, "
+                    "transformers %lld (%.5f)\n",
+                    what.c_str(), static_cast<long long>(peak), static_cast<long long>(ref_peak),
+                    Ratio(peak, ref_peak), static_cast<long long>(step),
+                    static_cast<long long>(ref_step), Ratio(step, ref_step));
+        EXPECT_NEAR(Ratio(peak, ref_peak), 1.0, precision == "fp32" ? 0.01 : 0.02) << what;
+        const int64_t order_excess = model == "qwen2_untied" && implementation == "for-loop"
+                                         ? ParameterOrderExcess(case_dir)
+                                         : 0;
+        EXPECT_NEAR(Ratio(step - order_excess, ref_step), 1.0, 0.01) << what;
+        if (precision != "fp32") continue;
+        const estimate::CellEstimate e = estimate::EstimateRun(cfg);
+        ASSERT_EQ(e.status, estimate::EstimateStatus::kEstimated) << what << ": " << e.message;
+        const int64_t e_peak = e.run.memory.peak_allocated_bytes;
+        const int64_t e_step = e.run.memory.phases[2].peak_bytes;
+        std::printf("%s: estimate %lld (%.5f), optimizer step %lld (%.5f)\n", what.c_str(),
+                    static_cast<long long>(e_peak), Ratio(e_peak, ref_peak),
+                    static_cast<long long>(e_step), Ratio(e_step, ref_step));
+        EXPECT_NEAR(Ratio(e_peak, ref_peak), 1.0, 0.01) << what << " estimate";
+        EXPECT_NEAR(Ratio(e_step - order_excess, ref_step), 1.0, 0.01) << what << " estimate";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memsweep::torch_adamw_hf_peak_test
