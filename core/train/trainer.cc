@@ -31,6 +31,7 @@
 #include "core/memory/storage_bytes.h"
 #include "core/model/hf_weights.h"
 #include "core/model/llama.h"
+#include "core/model/hf_parameter_order.h"
 #include "core/train/optimizer_update.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_probe.h"
@@ -401,8 +402,11 @@ class RunLoop {
       OptimizerStrategy* optimizer = nullptr;
       const ActiveStrategy* optimizer_plugin = nullptr;
       std::tie(optimizer, optimizer_plugin) = hooks_.Get<OptimizerStrategy>(Slot::kOptimizer);
+      // The optimizer walks its tensors in Hugging Face's order (what torch.optim gets from
+      // model.parameters()); clipping keeps the model's.
+      const std::vector<at::Tensor> walked = InHuggingFaceOrder(updated);
       std::unique_ptr<memsweep::Optimizer> made = CallPlugin(
-          *optimizer_plugin, "optimizer", [&] { return optimizer->MakeOptimizer(updated); });
+          *optimizer_plugin, "optimizer", [&] { return optimizer->MakeOptimizer(walked); });
       state_.update = MakeHostOptimizerUpdate(std::move(updated), std::move(made), *optimizer_plugin);
     }
     context_.optimizer_parameters = state_.update->UpdatedTensors();
@@ -428,6 +432,22 @@ class RunLoop {
     }
     result_.summary.flops_per_token_adjustment =
         6.0 * static_cast<double>(adapter_trainable_) - 2.0 * static_cast<double>(frozen_matmul);
+  }
+
+  // `updated` (one tensor per trainable parameter, in TrainableParameters()' order) in the
+  // order Hugging Face's model.parameters() lists their parameters.
+  std::vector<at::Tensor> InHuggingFaceOrder(const std::vector<at::Tensor>& updated) const {
+    const std::vector<at::Tensor> parameters = state_.model->Parameters();
+    std::vector<int64_t> trainable_position(parameters.size(), -1);
+    int64_t position = 0;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      if (parameters[i].requires_grad()) trainable_position[i] = position++;
+    }
+    std::vector<at::Tensor> ordered;
+    for (size_t i : model::HuggingFaceParameterOrder(*state_.model)) {
+      if (trainable_position[i] >= 0) ordered.push_back(updated.at(trainable_position[i]));
+    }
+    return ordered;
   }
 
   // The parameters that train (an adapter freezes the others): what the optimizer updates.

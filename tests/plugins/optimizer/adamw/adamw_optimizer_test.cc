@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/config_error.h"
 #include "core/config/strategy_resolver.h"
 #include "core/memory/tracking_allocator.h"
 #include "memsweep/adamw_update.h"
@@ -74,6 +75,27 @@ TEST(AdamWOptimizerTest, KeepsTwoFp32MomentsAndAllocatesNothingElse) {
     AdamWUpdate(expected[i], tensors[i].grad(), m, v, h, 1);
     EXPECT_TRUE(at::equal(tensors[i], expected[i])) << "tensor " << i;
   }
+}
+
+// A sharding strategy that owns the step keeps memsweep's AdamW state of its own partition:
+// another optimizer beside it is refused at validation, naming both ways out; the default is not.
+TEST(AdamWOptimizerTest, AnotherOptimizerBesideShardingThatOwnsTheStepIsRefused) {
+  EXPECT_NO_THROW(testing_support::TinyRun(1, {"strategies.sharding.plugin=\"zero2\""}));
+  try {
+    testing_support::TinyRun(1, {"strategies.sharding.plugin=\"zero2\"",
+                                 "strategies.optimizer.plugin=\"torch_adamw\""});
+    FAIL() << "torch_adamw beside zero2 was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "[strategies.optimizer] plugin = \"torch_adamw\" cannot run beside "
+                  "[strategies.sharding] plugin = \"zero2\", which owns the optimizer step and "
+                  "keeps AdamW state of its own partition (memsweep's AdamW, optimizer \"adamw\"): "
+                  "use that optimizer with it, or sharding \"none\" or \"ddp\" with this one"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(testing_support::TinyRun(1, {"strategies.sharding.plugin=\"ddp\"",
+                                               "strategies.optimizer.plugin=\"torch_adamw\""}));
 }
 
 }  // namespace
