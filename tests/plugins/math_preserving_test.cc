@@ -33,7 +33,8 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"sharding/zero3", true},          {"adapter/none", true},
       {"adapter/lora", false},            {"loss/full", true},
       {"loss/chunked", true},            {"loss/fused", true},
-      {"optimizer/adamw", true},
+      {"optimizer/adamw", true},         {"optimizer/torch_adamw", true},
+      {"optimizer/adafactor", false},
       {"kernels/aten", true},            {"kernels/fused", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
@@ -50,7 +51,9 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"strategies.packing.plugin=bucketed", "strategies.sharding.plugin=ddp"},
       {"strategies.sharding.plugin=zero1", "device.world_size=2"},
       {"strategies.sharding.plugin=zero2", "device.world_size=2"},
-      {"strategies.sharding.plugin=zero3", "device.world_size=2"}};
+      {"strategies.sharding.plugin=zero3", "device.world_size=2"},
+      {"strategies.optimizer.plugin=torch_adamw"},
+      {"strategies.optimizer.plugin=adafactor"}};
   std::map<std::string, bool> seen;
   for (const auto& overrides : configurations) {
     const config::RunConfig cfg = TinyRun(1, overrides);
