@@ -29,7 +29,9 @@ void ChunkWriteBack(const at::Tensor& p, const at::Tensor& p_fp32) {
 void ChunkScaleByBlock(const at::Tensor& values, const at::Tensor& scales) {
   const int64_t n = values.numel(), full = n / kBnbBlock * kBnbBlock;
   if (full > 0) {
-    values.narrow(0, 0, full).view({-1, kBnbBlock}).mul_(scales.narrow(0, 0, full / kBnbBlock).unsqueeze(1));
+    values.narrow(0, 0, full)
+        .view({-1, kBnbBlock})
+        .mul_(scales.narrow(0, 0, full / kBnbBlock).unsqueeze(1));
   }
   if (full < n) values.narrow(0, full, n - full).mul_(scales.narrow(0, full / kBnbBlock, 1));
 }
@@ -49,7 +51,8 @@ void ChunkBlockAbsmax(const at::Tensor& values, const at::Tensor& absmax) {
 }
 
 // Codes → fp32 values: map[code] · absmax of the code's block.
-at::Tensor ChunkDequantize(const at::Tensor& codes, const at::Tensor& absmax, const at::Tensor& map) {
+at::Tensor ChunkDequantize(const at::Tensor& codes, const at::Tensor& absmax,
+                           const at::Tensor& map) {
   at::Tensor values;
   {
     const at::Tensor index = codes.to(at::kLong);  // a uint8 index would read as a mask

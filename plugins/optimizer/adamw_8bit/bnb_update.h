@@ -1,6 +1,7 @@
 // One tensor's bitsandbytes AdamW update (optimizer "adam" of bitsandbytes 0.50.2), in place, in
 // the arithmetic of bitsandbytes' CPU backend (backends/cpu/ops.py):
-//   m ← β1·m + (1 − β1)·g;  v ← β2·v + (1 − β2)·g²;  c1 = 1 − β1^t;  c2 = √(1 − β2^t)
+//   m ← β1·m + (1 − β1)·g;  v ← β2·v + (1 − β2)·g²;
+//   c1 = 1 − β1^t;  c2 = √(1 − β2^t)
 //   8-bit:  p ← p·(1 − lr·wd) (wd > 0);  p ← p − lr/c1 · m / (√v / c2 + eps)
 //   32-bit: p ← p·(1 − lr·wd) (wd > 0);  p ← p + (−lr·c2/c1) · m / (√v + eps·c2)
 // the 8-bit moments dequantised before and requantised after with new absmax values

@@ -36,7 +36,8 @@ at::Tensor MetaStandIn(at::IntArrayRef sizes, at::ScalarType dtype) {
   };
   static NoAllocator no_allocator;
   const c10::Device meta(c10::DeviceType::Meta);
-  const int64_t nbytes = c10::multiply_integers(sizes) * static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t nbytes =
+      c10::multiply_integers(sizes) * static_cast<int64_t>(c10::elementSize(dtype));
   c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes, c10::DataPtr(nullptr, meta),
                        &no_allocator, /*resizable=*/true);
   return at::empty({0}, at::TensorOptions().dtype(dtype).device(meta))
@@ -46,7 +47,8 @@ at::Tensor MetaStandIn(at::IntArrayRef sizes, at::ScalarType dtype) {
 #if MEMSWEEP_CUDA_BUILD
 at::Tensor ManagedZeros(at::IntArrayRef sizes, at::ScalarType dtype, const c10::Device& device) {
   c10::cuda::CUDAGuard guard(device);
-  const int64_t nbytes = c10::multiply_integers(sizes) * static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t nbytes =
+      c10::multiply_integers(sizes) * static_cast<int64_t>(c10::elementSize(dtype));
   void* ptr = nullptr;
   C10_CUDA_CHECK(cudaMallocManaged(&ptr, static_cast<size_t>(std::max<int64_t>(nbytes, 1)),
                                    cudaMemAttachHost));

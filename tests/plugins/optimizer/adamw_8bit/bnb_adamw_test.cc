@@ -205,8 +205,9 @@ TEST(AdamW8bitTest, DeviceFormTemporariesAreBoundedByTheChunk) {
       for (const c10::Device device : {c10::Device(c10::kCPU), c10::Device(c10::kMeta)}) {
         const at::TensorOptions f = at::TensorOptions().device(device);
         at::Tensor p = at::randn({n}).to(device), g = (at::randn({n}) * 0.01).to(device);
-        const EightBitMoments s{at::zeros({n}, f.dtype(at::kByte)), at::zeros({(n + 255) / 256}, f),
-                                at::zeros({n}, f.dtype(at::kByte)), at::zeros({(n + 255) / 256}, f)};
+        const int64_t nb = (n + 255) / 256;
+        const EightBitMoments s{at::zeros({n}, f.dtype(at::kByte)), at::zeros({nb}, f),
+                                at::zeros({n}, f.dtype(at::kByte)), at::zeros({nb}, f)};
         const DeviceCodes codes{at::tensor(sc.map).to(device), at::tensor(sc.lut).to(device),
                                 at::tensor(uc.map).to(device), at::tensor(uc.lut).to(device)};
         const at::Tensor m = at::zeros({n}, f), v = at::zeros({n}, f);
@@ -252,7 +253,8 @@ TEST(AdamW8bitTest, EstimateEqualsTheMeasuredRun) {
                 static_cast<long long>(x.peak_allocated_bytes),
                 static_cast<long long>(m.phases[2].peak_bytes),
                 static_cast<long long>(x.phases[2].peak_bytes),
-                static_cast<long long>(m.optimizer_bytes), static_cast<long long>(x.optimizer_bytes));
+                static_cast<long long>(m.optimizer_bytes),
+                static_cast<long long>(x.optimizer_bytes));
     EXPECT_EQ(x.optimizer_bytes, m.optimizer_bytes) << plugin;
     EXPECT_LE(x.peak_allocated_bytes, m.peak_allocated_bytes) << plugin;
     EXPECT_GE(x.peak_allocated_bytes, m.peak_allocated_bytes - kCastScalarBytes) << plugin;
@@ -279,7 +281,9 @@ TEST(AdamW8bitTest, RunBreakdownCountsTheStateOfEveryParameter) {
               static_cast<long long>(8 * cfg.model.llama.ParameterCount()));
   EXPECT_EQ(r.memory.optimizer_bytes, expected);
   for (const auto& step : r.steps) EXPECT_TRUE(std::isfinite(step.loss));
-  for (const auto& step : r.steps) EXPECT_EQ(step.metrics.count("adamw_8bit.paged_state_bytes"), 0u);
+  for (const auto& step : r.steps) {
+    EXPECT_EQ(step.metrics.count("adamw_8bit.paged_state_bytes"), 0u);
+  }
 }
 
 // The estimate of a CUDA run with paged state (the tiny model with a 2,048-token vocabulary,
@@ -309,7 +313,8 @@ TEST(AdamW8bitTest, EstimateOfAPagedCudaRunReportsThePagedBytes) {
     EXPECT_EQ(e.run.memory.optimizer_bytes, device) << plugin;
     ASSERT_FALSE(e.run.steps.empty());
     for (const auto& step : e.run.steps) {
-      EXPECT_EQ(step.metrics.at(plugin + ".paged_state_bytes"), static_cast<double>(paged)) << plugin;
+      EXPECT_EQ(step.metrics.at(plugin + ".paged_state_bytes"), static_cast<double>(paged))
+          << plugin;
     }
   }
 }
@@ -317,7 +322,8 @@ TEST(AdamW8bitTest, EstimateOfAPagedCudaRunReportsThePagedBytes) {
 TEST(AdamW8bitTest, RejectsANegativeMin8bitSize) {
   try {
     testing_support::Train(testing_support::TinyRun(
-        1, {"strategies.optimizer.plugin=\"adamw_8bit\"", "strategies.optimizer.min_8bit_size=-1"}));
+        1, {"strategies.optimizer.plugin=\"adamw_8bit\"",
+            "strategies.optimizer.min_8bit_size=-1"}));
     FAIL() << "expected an error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("min_8bit_size = -1 is out of range"), std::string::npos)

@@ -44,12 +44,12 @@ const Reference* Open() {
   return &ref;
 }
 
-#define ADAMW_BNB_SKIP_WITHOUT_REFERENCES(ref)                                                        \
-  const Reference* ref = Open();                                                            \
-  if (ref == nullptr) {                                                                     \
-    GTEST_SKIP() << "needs MEMSWEEP_BNB_ADAMW_REFERENCE_DIR: ctest runs it through "        \
-                    "BnbAdamWReference.MatchesBitsandbytes (tests/support/reference_test.sh), " \
-                    "which runs bitsandbytes";                                              \
+#define ADAMW_BNB_SKIP_WITHOUT_REFERENCES(ref)                                         \
+  const Reference* ref = Open();                                                      \
+  if (ref == nullptr) {                                                               \
+    GTEST_SKIP() << "needs MEMSWEEP_BNB_ADAMW_REFERENCE_DIR: ctest runs it through "  \
+                    "BnbAdamWReference.MatchesBitsandbytes "                          \
+                    "(tests/support/reference_test.sh), which runs bitsandbytes";     \
   }
 
 at::Tensor Codes(const at::Tensor& t) { return t.reshape({-1}).to(at::kInt); }

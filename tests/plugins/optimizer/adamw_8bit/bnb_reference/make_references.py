@@ -38,7 +38,8 @@ def as_codes(t):
 def main(out_dir):
     torch.manual_seed(0)
     out = {}
-    maps = {"signed": F.create_dynamic_map(signed=True), "unsigned": F.create_dynamic_map(signed=False)}
+    maps = {"signed": F.create_dynamic_map(signed=True),
+            "unsigned": F.create_dynamic_map(signed=False)}
     for sign, code in maps.items():
         out[f"map.{sign}"] = code.float().contiguous()
     for name, n in QUANT_CASES.items():
@@ -56,7 +57,8 @@ def main(out_dir):
             out[f"{key}.dequantized"] = F.dequantize_blockwise(q, state).contiguous()
 
     params = {name: torch.randn(shape) * 0.1 for name, shape in SHAPES.items()}
-    grads = [{name: torch.randn(shape) * 0.01 for name, shape in SHAPES.items()} for _ in range(STEPS)]
+    grads = [{name: torch.randn(shape) * 0.01 for name, shape in SHAPES.items()}
+             for _ in range(STEPS)]
     for name, p in params.items():
         out[f"init.{name}"] = p.contiguous()
         for step in range(STEPS):
@@ -76,7 +78,8 @@ def main(out_dir):
                     if k not in state:
                         continue
                     v = state[k]
-                    out[f"{key}.{k}"] = as_codes(v) if v.dtype == torch.uint8 else v.clone().contiguous()
+                    is_codes = v.dtype == torch.uint8
+                    out[f"{key}.{k}"] = as_codes(v) if is_codes else v.clone().contiguous()
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     save_file(out, str(Path(out_dir) / "reference.safetensors"))
 
