@@ -2,7 +2,8 @@
 // `implementation` names — its values, its state and every temporary it allocates
 // (torch_adamw.h). "for-loop" is what a plain torch.optim.AdamW(model.parameters()) runs on the
 // CPU; on CUDA torch defaults to "foreach" (transformers' "adamw_torch"), and "fused" is
-// transformers' "adamw_torch_fused".
+// transformers' "adamw_torch_fused". `param_groups` = "trainer" (the default) groups the tensors
+// as transformers' Trainer does; "single" is a plain AdamW(model.parameters()).
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +13,7 @@
 namespace {
 
 using memsweep::plugins::torch_adamw::Implementation;
+using memsweep::plugins::torch_adamw::ParamGroups;
 
 Implementation CheckedImplementation(const memsweep::PluginParams& params) {
   const std::string name = params.String("implementation");
@@ -23,15 +25,24 @@ Implementation CheckedImplementation(const memsweep::PluginParams& params) {
                               "\"for-loop\", \"foreach\" or \"fused\"");
 }
 
+ParamGroups CheckedParamGroups(const memsweep::PluginParams& params) {
+  const std::string name = params.String("param_groups");
+  if (auto groups = memsweep::plugins::torch_adamw::ParseParamGroups(name)) return *groups;
+  throw std::invalid_argument("param_groups = \"" + name +
+                              "\" is not known: use \"trainer\" (transformers' Trainer: weight "
+                              "decay on 2+-dim tensors only) or \"single\" (one group)");
+}
+
 class TorchAdamWStrategy final : public memsweep::OptimizerStrategy {
  public:
   explicit TorchAdamWStrategy(const memsweep::PluginParams& params)
-      : implementation_(CheckedImplementation(params)) {}
+      : implementation_(CheckedImplementation(params)), groups_(CheckedParamGroups(params)) {}
   // AdamW's update; only the rounding of its operations differs from memsweep's adamw.
   bool MathPreserving() const override { return true; }
   std::unique_ptr<memsweep::Optimizer> MakeOptimizer(
       const std::vector<at::Tensor>& tensors) override {
-    return std::make_unique<memsweep::plugins::torch_adamw::TorchAdamW>(tensors, implementation_);
+    using memsweep::plugins::torch_adamw::TorchAdamW;
+    return std::make_unique<TorchAdamW>(tensors, implementation_, groups_);
   }
   // No stage hooks: the host calls Step in the optimizer_step stage.
   std::optional<std::vector<memsweep::StageHook>> StageHooks() const override {
@@ -40,12 +51,18 @@ class TorchAdamWStrategy final : public memsweep::OptimizerStrategy {
 
  private:
   Implementation implementation_;
+  ParamGroups groups_;
 };
 
 const MemsweepParamSpec kParams[] = {
     {"implementation", MEMSWEEP_PARAM_STRING, "\"for-loop\"",
      "torch's AdamW implementation: for-loop (the CPU's default), foreach (CUDA's default), "
      "fused",
+     0},
+    {"param_groups", MEMSWEEP_PARAM_STRING, "\"trainer\"",
+     "\"trainer\": as transformers' Trainer groups them (tensors of 2+ dims with weight decay, "
+     "then 1-D ones without, one optimizer call per group); \"single\": "
+     "AdamW(model.parameters()), one group",
      0},
 };
 

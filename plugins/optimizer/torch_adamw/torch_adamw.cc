@@ -48,12 +48,38 @@ const char* ImplementationName(Implementation implementation) {
   return "?";
 }
 
-TorchAdamW::TorchAdamW(std::vector<at::Tensor> tensors, Implementation implementation)
-    : tensors_(std::move(tensors)), state_(tensors_.size()), implementation_(implementation) {}
+std::optional<ParamGroups> ParseParamGroups(const std::string& name) {
+  if (name == "trainer") return ParamGroups::kTrainer;
+  if (name == "single") return ParamGroups::kSingle;
+  return std::nullopt;
+}
 
-std::vector<size_t> TorchAdamW::InitGroup() {
+const char* ParamGroupsName(ParamGroups groups) {
+  switch (groups) {
+    case ParamGroups::kTrainer: return "trainer";
+    case ParamGroups::kSingle: return "single";
+  }
+  return "?";
+}
+
+TorchAdamW::TorchAdamW(std::vector<at::Tensor> tensors, Implementation implementation,
+                       ParamGroups groups)
+    : tensors_(std::move(tensors)), state_(tensors_.size()), implementation_(implementation) {
+  if (groups == ParamGroups::kSingle) {
+    groups_.emplace_back();
+    for (size_t i = 0; i < tensors_.size(); ++i) groups_.back().push_back(i);
+    group_decays_ = {true};
+    return;
+  }
+  // The Trainer's groups: decay (weights), then no decay (biases and norms).
+  groups_.resize(2);
+  for (size_t i = 0; i < tensors_.size(); ++i) groups_[tensors_[i].dim() >= 2 ? 0 : 1].push_back(i);
+  group_decays_ = {true, false};
+}
+
+std::vector<size_t> TorchAdamW::InitGroup(const std::vector<size_t>& group) {
   std::vector<size_t> with_grad;
-  for (size_t i = 0; i < tensors_.size(); ++i) {
+  for (const size_t i : group) {
     const at::Tensor& p = tensors_[i];
     if (!p.grad().defined()) continue;
     with_grad.push_back(i);
@@ -74,12 +100,18 @@ std::vector<size_t> TorchAdamW::InitGroup() {
 
 void TorchAdamW::Step(const OptimizerStepSpec& spec) {
   torch::NoGradGuard no_grad;  // torch's step runs under no_grad (differentiable=False)
-  const std::vector<size_t> with_grad = InitGroup();
-  if (with_grad.empty()) return;
-  switch (implementation_) {
-    case Implementation::kForLoop: ForLoop(with_grad, spec); break;
-    case Implementation::kForeach: Foreach(with_grad, spec); break;
-    case Implementation::kFused: Fused(with_grad, spec); break;
+  // Adam.step: per group, _init_group then adam(); what adam() allocated is gone when it
+  // returns, before the next group's state is made.
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::vector<size_t> with_grad = InitGroup(groups_[g]);
+    if (with_grad.empty()) continue;  // adam() on empty lists allocates nothing
+    OptimizerStepSpec group_spec = spec;
+    if (!group_decays_[g]) group_spec.weight_decay = 0.0;
+    switch (implementation_) {
+      case Implementation::kForLoop: ForLoop(with_grad, group_spec); break;
+      case Implementation::kForeach: Foreach(with_grad, group_spec); break;
+      case Implementation::kFused: Fused(with_grad, group_spec); break;
+    }
   }
 }
 
@@ -119,7 +151,8 @@ void TorchAdamW::ForLoop(const std::vector<size_t>& with_grad, const OptimizerSt
 // _multi_tensor_adam, decoupled weight decay, capturable = differentiable = amsgrad = False.
 void TorchAdamW::Foreach(const std::vector<size_t>& with_grad, const OptimizerStepSpec& spec) {
   const double lr = spec.lr, beta1 = spec.beta1, beta2 = spec.beta2;
-  // Python's `exp_avg_sq_sqrt` outlives its group: the next group's list is made before it goes.
+  // Python's `exp_avg_sq_sqrt` outlives its (device, dtype) group: the next one's list is made
+  // before it goes; it is freed when this call (one parameter group's) returns.
   std::vector<at::Tensor> exp_avg_sq_sqrt;
   for (const std::vector<size_t>& group : GroupByDeviceAndDtype(with_grad)) {
     std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;

@@ -9,7 +9,11 @@
 //   fused     _fused_adamw (torch._fused_adamw_): no temporaries; its step tensors live on the
 //             parameters' device.
 //
-//   TorchAdamW optimizer(params, Implementation::kForeach);
+// Parameter groups as torch runs them: optimizer.step() calls the implementation once per group,
+// after that group's _init_group, so a group's temporaries (the for-loop's last denominator,
+// foreach's list of square roots) are freed before the next group's state is made and updated.
+//
+//   TorchAdamW optimizer(params, Implementation::kForeach, ParamGroups::kTrainer);
 //   optimizer.Step(spec);   // spec.lr, betas, eps, weight_decay; params[i].grad() read
 #pragma once
 
@@ -30,9 +34,24 @@ enum class Implementation : uint8_t { kForLoop, kForeach, kFused };
 std::optional<Implementation> ParseImplementation(const std::string& name);
 const char* ImplementationName(Implementation implementation);
 
+// The optimizer's parameter groups: the order tensors are updated in and which get weight decay.
+enum class ParamGroups : uint8_t {
+  // transformers' Trainer (Trainer.create_optimizer): tensors of 2+ dims with weight decay, then
+  // 1-D ones without (biases and norms: in the models memsweep builds, exactly the tensors whose
+  // names match the Trainer's no-decay patterns); each group keeps the tensors' order.
+  kTrainer,
+  // torch.optim.AdamW(model.parameters()): one group, weight decay on every tensor.
+  kSingle,
+};
+
+// "trainer", "single"; nullopt for any other name.
+std::optional<ParamGroups> ParseParamGroups(const std::string& name);
+const char* ParamGroupsName(ParamGroups groups);
+
 class TorchAdamW final : public Optimizer {
  public:
-  TorchAdamW(std::vector<at::Tensor> tensors, Implementation implementation);
+  // `tensors` in the order the host gives them (transformers' model.parameters() order).
+  TorchAdamW(std::vector<at::Tensor> tensors, Implementation implementation, ParamGroups groups);
 
   void Step(const OptimizerStepSpec& spec) override;
   // exp_avg and exp_avg_sq of every tensor seen with a gradient, and its step tensor unless that
@@ -46,8 +65,10 @@ class TorchAdamW final : public Optimizer {
     at::Tensor step, exp_avg, exp_avg_sq;
     int64_t count = 0;
   };
-  // The tensors with a gradient, in order, their state created where missing (Adam._init_group).
-  std::vector<size_t> InitGroup();
+  // The group's tensors with a gradient, in order, their state created where missing
+  // (Adam._init_group).
+  std::vector<size_t> InitGroup(const std::vector<size_t>& group);
+  // One group's adam() call; spec.weight_decay is the group's.
   void ForLoop(const std::vector<size_t>& with_grad, const OptimizerStepSpec& spec);
   void Foreach(const std::vector<size_t>& with_grad, const OptimizerStepSpec& spec);
   void Fused(const std::vector<size_t>& with_grad, const OptimizerStepSpec& spec);
@@ -57,6 +78,8 @@ class TorchAdamW final : public Optimizer {
   std::vector<at::Tensor> tensors_;
   std::vector<ParamState> state_;
   Implementation implementation_;
+  std::vector<std::vector<size_t>> groups_;  // tensor indices per parameter group, in step order
+  std::vector<bool> group_decays_;           // the group takes spec.weight_decay (else 0)
 };
 
 }  // namespace memsweep::plugins::torch_adamw

@@ -1,7 +1,8 @@
 # optimizer/torch_adamw against torch.optim.AdamW (the pinned torch, run by the reference python):
 # bitwise steps and each step's peak on tensors of varied shapes and dtypes, per implementation
-# (torch_reference_test.cc); and a Qwen2 training run's peaks, whole and in the optimizer step,
-# against transformers' loop with torch's AdamW (hf_peak_test.cc).
+# and parameter grouping (torch_reference_test.cc); and a Qwen2 training run's peaks, whole and in
+# the optimizer step, against transformers' loop with torch's AdamW, one group or the Trainer's
+# two (hf_peak_test.cc).
 add_test(NAME TorchAdamWReference.StepsEqualTorch
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/support/reference_test.sh
           $<TARGET_FILE:memsweep_tests> ${PROJECT_SOURCE_DIR}

@@ -3,15 +3,18 @@
 Tensors of varied shapes and two dtypes (fp32, and bf16 as a second (device, dtype) group for
 foreach and fused), one whose gradient first appears at the third step and one that never gets a
 gradient, start from seeded values; six steps apply seeded gradients with a learning rate that
-changes every step (as a schedule does). For each implementation (foreach=False, foreach=True,
-fused=True) the maker saves the tensors, exp_avg, exp_avg_sq and step after the last step, and
-what each optimizer.step() allocated above what it found, at its highest: the peak of the live
-bytes in torch.profiler's memory timeline (MemoryProfile, profile_memory=True) within the
-step's window, less the live bytes at its start.
+changes every step (as a schedule does). Each implementation (foreach=False, foreach=True,
+fused=True) runs with two parameter groupings: "single", AdamW(params) (weight decay on every
+tensor); "trainer", two groups built as transformers' Trainer.create_optimizer builds them —
+the tensors of 2+ dims with weight_decay, then the 1-D ones (the biases and norms of a model)
+with 0.0, each in the tensors' order. The maker saves the tensors, exp_avg, exp_avg_sq and step
+after the last step, and what each optimizer.step() allocated above what it found, at its
+highest: the peak of the live bytes in torch.profiler's memory timeline (MemoryProfile,
+profile_memory=True) within the step's window, less the live bytes at its start.
 
   python3 make_references.py OUT_DIR
 writes OUT_DIR/inputs.safetensors (p<i>, g<k>_<i>), OUT_DIR/results.safetensors
-(<impl>.param<i>, <impl>.exp_avg<i>, <impl>.exp_avg_sq<i>, <impl>.step<i>) and OUT_DIR/steps.json.
+(<groups>.<impl>.param<i>, .exp_avg<i>, .exp_avg_sq<i>, .step<i>) and OUT_DIR/steps.json.
 """
 import json
 import sys
@@ -32,6 +35,7 @@ LRS = [2e-3, 4e-3, 6e-3, 5e-3, 3e-3, 1e-3]
 HYPER = dict(betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 IMPLEMENTATIONS = {"for-loop": dict(foreach=False), "foreach": dict(foreach=True),
                    "fused": dict(fused=True)}
+GROUPINGS = ("single", "trainer")
 
 
 def has_grad(i, k):
@@ -72,9 +76,17 @@ def step_rises(prof):
     return rises
 
 
-def run(data, options):
+def param_groups(params, grouping):
+    """AdamW's params argument: the tensors, or the Trainer's decay and no-decay groups."""
+    if grouping == "single":
+        return params
+    return [{"params": [p for p in params if p.dim() >= 2], "weight_decay": HYPER["weight_decay"]},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+
+
+def run(data, options, grouping):
     params = [torch.nn.Parameter(data[f"p{i}"].clone()) for i in range(len(SHAPES))]
-    optimizer = torch.optim.AdamW(params, lr=LRS[0], **HYPER, **options)
+    optimizer = torch.optim.AdamW(param_groups(params, grouping), lr=LRS[0], **HYPER, **options)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                  record_shapes=True) as prof:
         for k in range(STEPS):
@@ -92,15 +104,18 @@ def main():
     data = inputs()
     save_file(data, str(out / "inputs.safetensors"))
     results, rises = {}, {}
-    for name, options in IMPLEMENTATIONS.items():
-        params, optimizer, rises[name] = run(data, options)
-        for i, p in enumerate(params):
-            results[f"{name}.param{i}"] = p.detach().clone()
-            state = optimizer.state.get(p)
-            if state:
-                for key in ("exp_avg", "exp_avg_sq", "step"):
-                    results[f"{name}.{key}{i}"] = state[key].clone()
-        print(name, "step peaks above the bytes held:", rises[name])
+    for grouping in GROUPINGS:
+        rises[grouping] = {}
+        for impl, options in IMPLEMENTATIONS.items():
+            name = f"{grouping}.{impl}"
+            params, optimizer, rises[grouping][impl] = run(data, options, grouping)
+            for i, p in enumerate(params):
+                results[f"{name}.param{i}"] = p.detach().clone()
+                state = optimizer.state.get(p)
+                if state:
+                    for key in ("exp_avg", "exp_avg_sq", "step"):
+                        results[f"{name}.{key}{i}"] = state[key].clone()
+            print(name, "step peaks above the bytes held:", rises[grouping][impl])
     save_file(results, str(out / "results.safetensors"))
     steps = dict(steps=STEPS, lrs=LRS, beta1=HYPER["betas"][0], beta2=HYPER["betas"][1],
                  eps=HYPER["eps"], weight_decay=HYPER["weight_decay"], tensors=len(SHAPES),
