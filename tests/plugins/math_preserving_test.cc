@@ -34,7 +34,8 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"adapter/lora", false},            {"loss/full", true},
       {"loss/chunked", true},            {"loss/fused", true},
       {"optimizer/adamw", true},         {"optimizer/torch_adamw", true},
-      {"optimizer/adafactor", false},
+      {"optimizer/adafactor", false},    {"optimizer/adamw_8bit", false},
+      {"optimizer/adamw_32bit", true},
       {"kernels/aten", true},            {"kernels/fused", true}};
   const std::vector<std::vector<std::string>> configurations = {
       {},
@@ -53,7 +54,9 @@ TEST(MathPreservingTest, BuiltInPluginsDeclareIt) {
       {"strategies.sharding.plugin=zero2", "device.world_size=2"},
       {"strategies.sharding.plugin=zero3", "device.world_size=2"},
       {"strategies.optimizer.plugin=torch_adamw"},
-      {"strategies.optimizer.plugin=adafactor"}};
+      {"strategies.optimizer.plugin=adafactor"},
+      {"strategies.optimizer.plugin=adamw_8bit"},
+      {"strategies.optimizer.plugin=adamw_32bit"}};
   std::map<std::string, bool> seen;
   for (const auto& overrides : configurations) {
     const config::RunConfig cfg = TinyRun(1, overrides);
