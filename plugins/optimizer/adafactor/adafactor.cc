@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "../common/trainer_groups.h"
 #include "memsweep/allocation_label.h"
 
 namespace memsweep::plugins::optimizer {
@@ -63,16 +64,10 @@ void CheckAdafactorOptions(const AdafactorOptions& o) {
 Adafactor::Adafactor(std::vector<at::Tensor> tensors, AdafactorOptions options)
     : tensors_(std::move(tensors)), options_(options), state_(tensors_.size()) {
   CheckAdafactorOptions(options_);
-  if (options_.groups == AdafactorGroups::kSingle) {
-    groups_.emplace_back();
-    for (size_t i = 0; i < tensors_.size(); ++i) groups_.back().push_back(i);
-    group_decays_ = {true};
-    return;
-  }
-  // The Trainer's groups: decay (weights), then no decay (biases and norms).
-  groups_.resize(2);
-  for (size_t i = 0; i < tensors_.size(); ++i) groups_[tensors_[i].dim() >= 2 ? 0 : 1].push_back(i);
-  group_decays_ = {true, false};
+  optimizer_common::TrainerGroups made =
+      optimizer_common::MakeTrainerGroups(tensors_, options_.groups == AdafactorGroups::kTrainer);
+  groups_ = std::move(made.members);
+  group_decays_ = std::move(made.decays);
 }
 
 void Adafactor::Step(const OptimizerStepSpec& spec) {

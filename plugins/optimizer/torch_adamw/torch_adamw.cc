@@ -9,6 +9,7 @@
 #include <cmath>
 #include <utility>
 
+#include "../common/trainer_groups.h"
 #include "memsweep/allocation_label.h"
 
 namespace memsweep::plugins::torch_adamw {
@@ -65,16 +66,10 @@ const char* ParamGroupsName(ParamGroups groups) {
 TorchAdamW::TorchAdamW(std::vector<at::Tensor> tensors, Implementation implementation,
                        ParamGroups groups)
     : tensors_(std::move(tensors)), state_(tensors_.size()), implementation_(implementation) {
-  if (groups == ParamGroups::kSingle) {
-    groups_.emplace_back();
-    for (size_t i = 0; i < tensors_.size(); ++i) groups_.back().push_back(i);
-    group_decays_ = {true};
-    return;
-  }
-  // The Trainer's groups: decay (weights), then no decay (biases and norms).
-  groups_.resize(2);
-  for (size_t i = 0; i < tensors_.size(); ++i) groups_[tensors_[i].dim() >= 2 ? 0 : 1].push_back(i);
-  group_decays_ = {true, false};
+  optimizer_common::TrainerGroups made =
+      optimizer_common::MakeTrainerGroups(tensors_, groups == ParamGroups::kTrainer);
+  groups_ = std::move(made.members);
+  group_decays_ = std::move(made.decays);
 }
 
 std::vector<size_t> TorchAdamW::InitGroup(const std::vector<size_t>& group) {

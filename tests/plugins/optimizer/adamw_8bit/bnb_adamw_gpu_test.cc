@@ -14,6 +14,7 @@
 #include "gpu/gpu_test_support.h"
 #include "optimizer/adamw_8bit/bnb_adamw.h"
 #include "optimizer/adamw_8bit/bnb_update.h"
+#include "support/optimizer_steps.h"
 
 namespace memsweep::adamw_8bit_gpu_test {
 namespace {
@@ -21,16 +22,7 @@ namespace {
 using namespace plugins::optimizer;
 using AdamW8bitGpuTest = testing_support::GpuTest;
 
-OptimizerStepSpec GpuSpec(int64_t step) {
-  OptimizerStepSpec spec;
-  spec.lr = 1e-2;
-  spec.beta1 = 0.9;
-  spec.beta2 = 0.999;
-  spec.eps = 1e-8;
-  spec.weight_decay = 0.1;
-  spec.step = step;
-  return spec;
-}
+OptimizerStepSpec GpuSpec(int64_t step) { return testing_support::OptimizerTestSpec(step); }
 
 // Three steps from the same tensors on the CPU (bitsandbytes' CPU backend, bit for bit) and on
 // CUDA (the chunked device form; CUDA's kernels contract a·x + b into one rounding where the

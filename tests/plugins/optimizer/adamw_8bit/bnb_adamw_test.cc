@@ -20,6 +20,7 @@
 #include "optimizer/adamw_8bit/blockwise_quant.h"
 #include "optimizer/adamw_8bit/bnb_adamw.h"
 #include "optimizer/adamw_8bit/bnb_update.h"
+#include "support/optimizer_steps.h"
 #include "support/run_configs.h"
 
 namespace memsweep::adamw_8bit_test {
@@ -56,23 +57,11 @@ std::vector<at::Tensor> MakeTensors(c10::Device device = c10::kCPU,
   return tensors;
 }
 
-OptimizerStepSpec Spec(int64_t step) {
-  OptimizerStepSpec spec;
-  spec.lr = 1e-2;
-  spec.beta1 = 0.9;
-  spec.beta2 = 0.999;
-  spec.eps = 1e-8;
-  spec.weight_decay = 0.1;
-  spec.step = step;
-  return spec;
-}
+OptimizerStepSpec Spec(int64_t step) { return testing_support::OptimizerTestSpec(step); }
 
 // What one Step adds above the bytes held before it, at its highest.
 int64_t StepPeakRise(BnbAdamW& optimizer, int64_t step) {
-  const int64_t before = Tracker().AllocatedBytes();
-  Tracker().ResetWindowPeak();
-  optimizer.Step(Spec(step));
-  return Tracker().WindowPeakBytes() - before;
+  return testing_support::StepPeakRise(optimizer, Spec(step));
 }
 
 // By hand, per tensor of n elements (fp32 values and gradients), the state bitsandbytes keeps:

@@ -17,6 +17,7 @@
 #include "optimizer/adamw_8bit/blockwise_quant.h"
 #include "optimizer/adamw_8bit/bnb_adamw.h"
 #include "optimizer/adamw_8bit/bnb_update.h"
+#include "support/optimizer_steps.h"
 
 namespace memsweep::adamw_8bit_reference_test {
 namespace {
@@ -96,16 +97,7 @@ TEST(BnbAdamWReferenceTest, BlockwiseCodesEqualBitsandbytes) {
 
 BnbHyper Hyper(int64_t step) { return BnbHyper{1e-2, 0.9, 0.999, 1e-8, 0.1, step}; }
 
-OptimizerStepSpec Spec(int64_t step) {
-  OptimizerStepSpec spec;
-  spec.lr = 1e-2;
-  spec.beta1 = 0.9;
-  spec.beta2 = 0.999;
-  spec.eps = 1e-8;
-  spec.weight_decay = 0.1;
-  spec.step = step;
-  return spec;
-}
+OptimizerStepSpec Spec(int64_t step) { return testing_support::OptimizerTestSpec(step); }
 
 // The optimizer (its CPU form) through six steps: every value bit for bit.
 void ExpectStepsEqualBitsandbytes(const Reference& ref, int bits) {

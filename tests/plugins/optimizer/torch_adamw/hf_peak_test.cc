@@ -70,6 +70,7 @@ TEST(TorchAdamWHfPeakReferenceTest, RunAndOptimizerStepPeaksEqualTransformers) {
     const nlohmann::json peaks = nlohmann::json::parse(in);
     for (const std::string grouping : {"trainer", "single"}) {
       for (const std::string precision : {"fp32", "bf16-autocast"}) {
+        if (precision != "fp32" && grouping != "trainer") continue;  // as the maker measures
         for (const std::string implementation : {"for-loop", "foreach", "fused"}) {
           const std::string what =
               model + " " + grouping + " " + precision + " " + implementation;

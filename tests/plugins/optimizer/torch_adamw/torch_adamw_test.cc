@@ -16,6 +16,7 @@
 #include "core/memory/storage_bytes.h"
 #include "core/memory/tracking_allocator.h"
 #include "optimizer/torch_adamw/torch_adamw.h"
+#include "support/optimizer_steps.h"
 #include "support/run_configs.h"
 
 namespace memsweep::torch_adamw_test {
@@ -74,23 +75,11 @@ std::vector<int64_t> Bytes() {
   return bytes;
 }
 
-OptimizerStepSpec Spec(int64_t step) {
-  OptimizerStepSpec spec;
-  spec.lr = 1e-2;
-  spec.beta1 = 0.9;
-  spec.beta2 = 0.999;
-  spec.eps = 1e-8;
-  spec.weight_decay = 0.1;
-  spec.step = step;
-  return spec;
-}
+OptimizerStepSpec Spec(int64_t step) { return testing_support::OptimizerTestSpec(step); }
 
 // What one Step adds above the bytes held before it, at its highest.
 int64_t StepPeakRise(TorchAdamW& optimizer, int64_t step) {
-  const int64_t before = Tracker().AllocatedBytes();
-  Tracker().ResetWindowPeak();
-  optimizer.Step(Spec(step));
-  return Tracker().WindowPeakBytes() - before;
+  return testing_support::StepPeakRise(optimizer, Spec(step));
 }
 
 // One group's temporaries (one adam() call) at their highest, by hand from the shapes:
