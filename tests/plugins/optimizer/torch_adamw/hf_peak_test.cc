@@ -69,6 +69,7 @@ TEST(TorchAdamWHfPeakReferenceTest, RunAndOptimizerStepPeaksEqualTransformers) {
     ASSERT_TRUE(in) << case_dir << "/peaks.json";
     const nlohmann::json peaks = nlohmann::json::parse(in);
     for (const std::string grouping : {"trainer", "single"}) {
+      if (grouping == "single" && model == "qwen2_tied") continue;  // as the maker measures
       for (const std::string precision : {"fp32", "bf16-autocast"}) {
         if (precision != "fp32" && grouping != "trainer") continue;  // as the maker measures
         for (const std::string implementation : {"for-loop", "foreach", "fused"}) {
